@@ -1,0 +1,135 @@
+"""Command line: ``python -m codegen build disk``, ``python -m codegen list``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+
+def _load_model(spec):
+    from .models import BUILTIN, builtin_module
+    from .pipeline import load_model_file
+
+    if spec in BUILTIN:
+        return builtin_module(spec).make_model(), builtin_module(spec)
+    if ":" in spec:
+        return load_model_file(spec), None
+    raise SystemExit(f"unknown model {spec!r}: give a built-in name ({', '.join(sorted(BUILTIN))}) "
+                     "or path/to/file.py:function")
+
+
+def _format_eigenvalues(values):
+    values = sorted(values, key=lambda z: (round(z.real, 9), round(z.imag, 9)))
+    parts = []
+    for z in values:
+        re = 0.0 if abs(z.real) < 1e-12 else z.real
+        im = 0.0 if abs(z.imag) < 1e-12 else z.imag
+        parts.append(f"{re:.6g}" if im == 0.0 else f"{re:.6g}{im:+.6g}j")
+    return ", ".join(parts)
+
+
+def _default_point(module_spec, built, model_module):
+    """(description, q, u, r, p) of the point the CLI linearizes at, or None."""
+    from .pipeline import operating_point
+
+    if model_module is not None:
+        name, kwargs = model_module.DEFAULT_OPERATING_POINT
+        op = operating_point(built.name, name, **kwargs)
+        args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return f"{name}({args})", op.q, op.u, op.r, op.p
+    # a user model: the zero state, completed onto the constraints
+    q, u = built.complete(np.zeros(built.nq), np.zeros(built.nu))
+    return "q_i = 0, u_i = 0 (dependent ones completed)", q, u, None, None
+
+
+def command_build(args):
+    from .compile import default_output_dir
+    from .load import load_package
+    from .pipeline import build_artifact, terminal_progress
+
+    started = time.perf_counter()
+    progress = terminal_progress()
+    if progress:
+        progress(f"forming the equations of {args.model}")
+    model, model_module = _load_model(args.model)
+    formed = time.perf_counter() - started
+    artifact = build_artifact(model, args.output_dir, force=args.force, progress=progress)
+    started = time.perf_counter()
+    module = load_package(artifact.package_dir)
+    loaded = time.perf_counter() - started
+
+    print(f"model {model.name}: {model.description}")
+    print(f"  coordinates q ({module.nq}, dependent {[module.q_names[i] for i in module.dependent_q]}): "
+          f"{', '.join(module.q_names)}")
+    print(f"  speeds u ({module.nu}, dependent {[module.u_names[i] for i in module.dependent_u]}): "
+          f"{', '.join(module.u_names)}")
+    print(f"  inputs r ({module.nr}): {', '.join(module.r_names) or '-'}")
+    print(f"  parameters p ({module.np}): " +
+          ", ".join(f"{n}={v:g}" for n, v in zip(module.p_names, module.default_parameters)))
+    print(f"  states x ({module.nx}): {', '.join(module.state_names)}")
+    print(f"  generated code: {artifact.record['operation_count']} operations after CSE")
+    print("timings:" + (" (cached build)" if artifact.cached else ""))
+    print(f"  {'equations of motion':<22}{formed:8.2f} s")
+    for stage, seconds in artifact.timings.items():
+        print(f"  {stage:<22}{seconds:8.2f} s")
+    print(f"  {'import':<22}{loaded:8.2f} s")
+    output_dir = args.output_dir or default_output_dir()
+    print(f"output: {artifact.link} -> {artifact.package_dir.name}  "
+          f"(import generated.{model.name}, or codegen.load({model.name!r}"
+          + (f", output_dir={str(output_dir)!r}" if args.output_dir else "") + "))")
+    print(f"  C: {artifact.package_dir / (model.name + '.c')}, {model.name}.h")
+
+    try:
+        label, q, u, r, p = _default_point(args.model, module, model_module)
+        A, B = module.linearize(q, u, r, p)
+    except Exception as error:  # a report for people: say why, do not fail the build
+        print(f"eigenvalues: not computed ({error})")
+        return 0
+    print(f"eigenvalues of A at {label}:")
+    print(f"  {_format_eigenvalues(np.linalg.eigvals(A))}")
+    expected = getattr(model_module, "expected_eigenvalues", None)
+    if expected is not None:
+        name, kwargs = model_module.DEFAULT_OPERATING_POINT
+        text = expected(dict(zip(module.p_names, map(float, p))), name, **kwargs)
+        if text:
+            print(f"  expected: {text}")
+    return 0
+
+
+def command_list(args):
+    from .models import BUILTIN, builtin_module
+
+    for name in sorted(BUILTIN):
+        module = builtin_module(name)
+        points = ", ".join(module.OPERATING_POINTS)
+        print(f"{name:<10} {module.DESCRIPTION}  (operating points: {points})")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    build = commands.add_parser("build", help="derive, generate and compile a model")
+    build.add_argument("model", help="built-in name (see 'list') or path/to/file.py:function")
+    build.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
+    build.add_argument("--output-dir", default=None, help="default: generated/ (or $CODEGEN_OUTPUT_DIR)")
+    build.set_defaults(run=command_build)
+
+    listing = commands.add_parser("list", help="list the built-in models")
+    listing.set_defaults(run=command_list)
+
+    args = parser.parse_args(argv)
+    from .errors import CodegenError
+    try:
+        return args.run(args)
+    except CodegenError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

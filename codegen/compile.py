@@ -1,0 +1,201 @@
+"""Stage 4 of the pipeline: compile generated sources into an importable package.
+
+Layout of an output directory (default: ``generated/`` of the source tree)::
+
+    generated/
+        __init__.py                 makes ``import generated.disk`` work
+        disk -> .builds/disk-<key>  symbolic link, replaced atomically
+        .builds/disk-<key>/         one finished build: disk.c, disk.h, _disk.pyx,
+                                    __init__.py, the extension module, build.json
+
+``<key>`` hashes the model's content, the generator's code and templates, the
+compiler and the Python ABI. A build happens in a private temporary directory
+and is renamed into ``.builds/`` only when complete, and the link is swapped
+with one ``rename``: an interrupted build leaves no trace that could be
+imported, and concurrent builds of the same model agree on the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BuildError
+
+BUILD_RECORD = "build.json"
+
+# Flags of the model's own C: it must compile cleanly under these (see tests).
+C_STANDARD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-pedantic"]
+OPTIMIZATION_FLAGS = ["-O2"]
+
+
+def default_output_dir():
+    """``$CODEGEN_OUTPUT_DIR``, else ``generated/`` beside the ``codegen`` package."""
+    env = os.environ.get("CODEGEN_OUTPUT_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "generated"
+
+
+def compiler():
+    return os.environ.get("CC") or sysconfig.get_config_var("CC").split()[0] or "cc"
+
+
+def _compiler_identity():
+    try:
+        out = subprocess.run([compiler(), "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.splitlines()[0] if out.stdout else compiler()
+    except (OSError, subprocess.SubprocessError):
+        return compiler()
+
+
+def cache_key(model_fingerprint, generator_fingerprint):
+    h = hashlib.sha256()
+    for part in (model_fingerprint, generator_fingerprint, _compiler_identity(),
+                 " ".join(C_STANDARD_FLAGS + OPTIMIZATION_FLAGS), sysconfig.get_config_var("EXT_SUFFIX")):
+        h.update(str(part).encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:20]
+
+
+@dataclass
+class BuiltArtifact:
+    """A finished build on disk."""
+
+    name: str
+    package_dir: Path       # the build's own directory (.builds/<name>-<key>)
+    link: Path              # output_dir/<name>, pointing at package_dir
+    cached: bool
+    timings: dict           # stage -> seconds (this build; empty when cached)
+    record: dict            # contents of build.json
+
+
+def _ensure_output_dir(output_dir):
+    output_dir.mkdir(parents=True, exist_ok=True)
+    marker = output_dir / "__init__.py"
+    if not marker.exists():
+        _write_atomically(marker, '"""Models built by codegen (python -m codegen build NAME)."""\n')
+    (output_dir / ".builds").mkdir(exist_ok=True)
+
+
+def _write_atomically(path, text):
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def _link(output_dir, name, target):
+    """Point output_dir/name at target with one atomic rename."""
+    link = output_dir / name
+    if link.exists() and not link.is_symlink():
+        raise BuildError(f"{link} exists and is not a link made by codegen; move it away")
+    tmp = output_dir / f".{name}.link-{os.getpid()}-{time.monotonic_ns()}"
+    os.symlink(os.path.relpath(target, output_dir), tmp)
+    os.replace(tmp, link)
+    return link
+
+
+def find_build(output_dir, name, key):
+    package_dir = Path(output_dir) / ".builds" / f"{name}-{key}"
+    record = package_dir / BUILD_RECORD
+    if record.exists():
+        return package_dir, json.loads(record.read_text())
+    return None, None
+
+
+def install_cached(output_dir, name, key):
+    """The finished build for this key, linked as output_dir/name, or None."""
+    output_dir = Path(output_dir)
+    package_dir, record = find_build(output_dir, name, key)
+    if package_dir is None:
+        return None
+    _ensure_output_dir(output_dir)
+    link = _link(output_dir, name, package_dir)
+    return BuiltArtifact(name, package_dir, link, True, {}, record)
+
+
+def _run(command, cwd, label):
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError(f"{label} failed ({' '.join(map(str, command))}):\n{result.stdout}{result.stderr}")
+    return result
+
+
+def compile_package(sources, output_dir, key, progress=None, extra_record=None, replace=False):
+    """Write ``sources`` (a GeneratedSources) and compile them; returns a BuiltArtifact.
+
+    With ``replace`` an existing build of the same key is replaced (``--force``)."""
+    say = progress or (lambda message: None)
+    output_dir = Path(output_dir)
+    _ensure_output_dir(output_dir)
+    name = sources.name
+    final_dir = output_dir / ".builds" / f"{name}-{key}"
+    timings = {}
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-{key}-", dir=output_dir / ".builds"))
+    try:
+        for file_name, text in sources.files.items():
+            (work / file_name).write_text(text)
+
+        started = time.perf_counter()
+        say("cython: translating the wrapper")
+        wrapper_c = work / f"_{name}_wrapper.c"
+        _run([sys.executable, "-m", "cython", "-3", "--fast-fail",
+              "--module-name", f"_{name}", "-o", str(wrapper_c),
+              str(work / f"_{name}.pyx")], work, "Cython")
+        timings["cython"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        say(f"compiling {name}.c and the wrapper with {compiler()}")
+        include = sysconfig.get_paths()["include"]
+        cc = compiler()
+        commands = [
+            [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, "-c", f"{name}.c", "-o", f"{name}.o"],
+            [cc, *OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", ".", "-c", wrapper_c.name,
+             "-o", f"_{name}_wrapper.o"],
+        ]
+        processes = [subprocess.Popen(c, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True) for c in commands]
+        for command, process in zip(commands, processes):
+            out, err = process.communicate()
+            if process.returncode != 0:
+                raise BuildError(f"C compilation failed ({' '.join(command)}):\n{out}{err}")
+        extension = f"_{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+        _run([cc, "-shared", f"{name}.o", f"_{name}_wrapper.o", "-o", extension, "-lm"], work, "linking")
+        timings["compile"] = time.perf_counter() - started
+        for leftover in (wrapper_c, work / f"{name}.o", work / f"_{name}_wrapper.o"):
+            leftover.unlink()
+
+        record = {"name": name, "key": key, "extension": extension,
+                  "operation_count": sources.operation_count,
+                  "temporary_count": sources.temporary_count,
+                  "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        record.update(extra_record or {})
+        (work / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+        if replace and final_dir.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{name}-old-", dir=output_dir / ".builds"))
+            os.rename(final_dir, trash / "build")
+            shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.rename(work, final_dir)
+        except OSError:
+            # a concurrent build of the same key finished first: use it
+            if not (final_dir / BUILD_RECORD).exists():
+                raise
+            shutil.rmtree(work, ignore_errors=True)
+            record = json.loads((final_dir / BUILD_RECORD).read_text())
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    link = _link(output_dir, name, final_dir)
+    return BuiltArtifact(name, final_dir, link, False, timings, record)

@@ -1,0 +1,37 @@
+"""Exceptions raised by the pipeline and by generated modules.
+
+This module imports nothing heavy, so a generated module can use it without
+loading SymPy.
+"""
+
+
+class CodegenError(Exception):
+    """Base class of every error this package raises."""
+
+
+class ModelError(CodegenError, ValueError):
+    """The model cannot be generated as given (undeclared symbol, bad shape...)."""
+
+
+class BuildError(CodegenError, RuntimeError):
+    """Compiling or installing a generated module failed."""
+
+
+class EvaluationError(CodegenError, ValueError):
+    """A generated function refused an operating point; the message says why."""
+
+
+class InputError(EvaluationError):
+    """Wrong shape, wrong length or non-finite value in the arguments."""
+
+
+class SingularMatrixError(EvaluationError):
+    """A matrix that must be inverted is singular at the operating point."""
+
+
+class ConstraintViolationError(EvaluationError):
+    """The operating point does not satisfy f_c or f_v within the tolerance."""
+
+
+class ConvergenceError(EvaluationError):
+    """Newton's method did not converge when completing an operating point."""

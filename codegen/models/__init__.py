@@ -1,0 +1,26 @@
+"""Built-in models.
+
+Each built-in model is a module here with
+
+* ``DESCRIPTION``: one line for ``python -m codegen list``;
+* ``make_model()``: returns a :class:`codegen.Model`;
+* ``OPERATING_POINTS``: name -> function ``(parameters, **kwargs) -> (q, u)`` or
+  ``(q, u, r)``, where ``parameters`` maps parameter names to values and the
+  returned vectors satisfy every constraint;
+* ``DEFAULT_OPERATING_POINT``: ``(name, kwargs)`` used by the CLI;
+* optionally ``expected_eigenvalues(parameters, name, **kwargs)``: a line of text
+  with a published closed form, printed by the CLI next to the computed values.
+"""
+
+import importlib
+
+BUILTIN = {
+    "disk": "codegen.models.disk",
+}
+
+
+def builtin_module(name):
+    try:
+        return importlib.import_module(BUILTIN[name])
+    except KeyError:
+        raise KeyError(f"no built-in model {name!r}; built-in models: {', '.join(sorted(BUILTIN))}") from None

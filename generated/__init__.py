@@ -1,0 +1,1 @@
+"""Models built by codegen (python -m codegen build NAME)."""

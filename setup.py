@@ -1,0 +1,24 @@
+from setuptools import setup
+
+setup(
+    name="codegen",
+    version="0.1.0",
+    description="Linearized equations of motion of constrained multibody systems, "
+                "generated as C and compiled for Python",
+    python_requires=">=3.9",
+    packages=["codegen", "codegen.models", "codegen.templates"],
+    # templates/ lives at the top of the source tree; installed as codegen/templates
+    package_dir={"codegen.templates": "templates"},
+    package_data={"codegen.templates": ["*.jinja"]},
+    install_requires=[
+        "sympy>=1.12",
+        "numpy>=1.22",
+        "cython>=3.0",
+        "setuptools",
+        "jinja2>=3.0",
+    ],
+    extras_require={
+        # CSE output (and so the golden files) depends on the SymPy version
+        "test": ["pytest>=7", "scipy", "sympy==1.14.0"],
+    },
+)
