@@ -40,3 +40,13 @@ class ModelCodePrinter(C99CodePrinter):
     def _print_Float(self, expr):
         # repr of a Python float round-trips exactly
         return repr(float(expr))
+
+    def _print_NumberSymbol(self, expr):
+        # M_PI, M_E... are POSIX, not C99: print the double nearest the constant
+        return repr(float(expr))
+
+    _print_Pi = _print_NumberSymbol
+    _print_Exp1 = _print_NumberSymbol
+    _print_GoldenRatio = _print_NumberSymbol
+    _print_EulerGamma = _print_NumberSymbol
+    _print_Catalan = _print_NumberSymbol

@@ -21,3 +21,21 @@ def disk_model():
 def disk(build_dir, disk_model):
     """The compiled disk module."""
     return codegen.build(disk_model, output_dir=build_dir)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ from the current generator, then review the diff")
+
+
+@pytest.fixture(scope="session")
+def update_golden(request):
+    return request.config.getoption("--update-golden")
+
+
+@pytest.fixture(scope="session")
+def disk_sources(disk_model):
+    """The generated text of the disk (no compilation)."""
+    from codegen.derive import derive
+    from codegen.emit import emit
+    return emit(derive(disk_model))
