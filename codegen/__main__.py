@@ -1,4 +1,10 @@
-"""Command line: ``python -m codegen build disk``, ``python -m codegen list``."""
+"""Command line of codegen.
+
+    python -m codegen build disk                 derive, generate, compile; print eigenvalues
+    python -m codegen build my_model.py:make     the same for a user's model
+    python -m codegen export disk --dir out/     self-contained C folder with Makefile
+    python -m codegen list                       the built-in models
+"""
 
 from __future__ import annotations
 
@@ -99,6 +105,21 @@ def command_build(args):
     return 0
 
 
+def command_export(args):
+    from .export import export_c
+    from .load import load_package
+    from .pipeline import build_artifact, terminal_progress
+
+    model, model_module = _load_model(args.model)
+    artifact = build_artifact(model, args.output_dir, force=args.force, progress=terminal_progress())
+    module = load_package(artifact.package_dir)
+    label, q, u, r, _ = _default_point(args.model, module, model_module)
+    files = export_c(artifact.package_dir, args.dir, model.name, label, 0.0, q, u, r)
+    print(f"exported {model.name} to {args.dir}: {', '.join(files)}")
+    print(f"  cd {args.dir} && make && ./example      (or cmake -S {args.dir} -B build)")
+    return 0
+
+
 def command_list(args):
     from .models import BUILTIN, builtin_module
 
@@ -118,6 +139,14 @@ def main(argv=None):
     build.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
     build.add_argument("--output-dir", default=None, help="default: generated/ (or $CODEGEN_OUTPUT_DIR)")
     build.set_defaults(run=command_build)
+
+    export = commands.add_parser("export", help="write a self-contained C folder (C, header, "
+                                 "Makefile, CMakeLists.txt, example main.c)")
+    export.add_argument("model", help="built-in name or path/to/file.py:function")
+    export.add_argument("--dir", required=True, help="destination folder")
+    export.add_argument("--force", action="store_true", help="rebuild even if cached")
+    export.add_argument("--output-dir", default=None, help="where builds are cached")
+    export.set_defaults(run=command_export)
 
     listing = commands.add_parser("list", help="list the built-in models")
     listing.set_defaults(run=command_list)

@@ -22,7 +22,6 @@ import sympy as sm
 from . import __version__
 from .printer import ModelCodePrinter
 
-TEMPLATE_NAMES = ("model.h.jinja", "model.c.jinja", "module.pyx.jinja", "module_init.py.jinja")
 
 
 def template_dir():
@@ -148,7 +147,7 @@ class StageEmitter:
         return code
 
 
-def _environment():
+def environment():
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir())),
         undefined=jinja2.StrictUndefined,
@@ -189,12 +188,14 @@ def emit(derivation, progress=None):
         rates_code=emitter.stages(["kinematics", "dynamics"], workspace),
         linearize_code=emitter.stages(["residuals", "kinematics", "dynamics", "jacobians"], workspace),
     )
-    env = _environment()
+    env = environment()
     files = {
         f"{d.name}.h": env.get_template("model.h.jinja").render(context),
         f"{d.name}.c": env.get_template("model.c.jinja").render(context),
         f"_{d.name}.pyx": env.get_template("module.pyx.jinja").render(context),
         "__init__.py": env.get_template("module_init.py.jinja").render(context),
+        "Makefile": env.get_template("Makefile.jinja").render(context),
+        "CMakeLists.txt": env.get_template("CMakeLists.txt.jinja").render(context),
     }
     return GeneratedSources(
         name=d.name, files=files, operation_count=emitter.operation_count,

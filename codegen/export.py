@@ -1,0 +1,33 @@
+"""Export a built model as a self-contained C folder for embedding.
+
+The folder holds ``<name>.c``, ``<name>.h``, a ``Makefile`` and a
+``CMakeLists.txt`` (both build a static library with only a C compiler and
+libm) and an example ``main.c`` that linearizes at a consistent operating point
+and prints A and B.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from . import __version__
+from .emit import environment
+
+C_FILES = ("{name}.c", "{name}.h", "Makefile", "CMakeLists.txt")
+
+
+def export_c(package_dir, destination, name, point_label, t, q, u, r):
+    """Copy the C side of the build in ``package_dir`` to ``destination`` and
+    write ``main.c`` for the operating point (t, q, u, r)."""
+    destination = Path(destination)
+    destination.mkdir(parents=True, exist_ok=True)
+    for pattern in C_FILES:
+        file_name = pattern.format(name=name)
+        shutil.copyfile(Path(package_dir) / file_name, destination / file_name)
+    text = environment().get_template("example_main.c.jinja").render(
+        name=name, NAME=name.upper(), version=__version__, point_label=point_label,
+        t=repr(float(t)), q=[repr(float(v)) for v in q], u=[repr(float(v)) for v in u],
+        r=[repr(float(v)) for v in (r if r is not None else [])])
+    (destination / "main.c").write_text(text)
+    return sorted(p.name for p in destination.iterdir())

@@ -1,0 +1,158 @@
+/*
+ * Test driver for a generated model, compiled by tests/test_embedded_c.py with
+ *     -DPREFIX=disk -DUPREFIX=DISK -DHEADER='"disk.h"'
+ * It exercises every entry point, the error paths and two threads, and prints
+ * results as %.17g for comparison with the Python module. Exit status 0 means
+ * every check inside passed; run under sanitizers and valgrind.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include HEADER
+
+#define CAT(a, b) a##_##b
+#define XCAT(a, b) CAT(a, b)
+#define F(name) XCAT(PREFIX, name)
+#define C(name) XCAT(UPREFIX, name)
+
+#define POINTS 16
+#define ROWS (C(NQ) + C(NU))
+
+static double q_points[POINTS][C(NQ) + 1], u_points[POINTS][C(NU) + 1];
+static double r_points[POINTS][C(NR) + 1];
+static int failures = 0;
+
+#define CHECK(condition, message) do { if (!(condition)) { \
+    fprintf(stderr, "FAILED: %s (line %d)\n", message, __LINE__); ++failures; } } while (0)
+
+static double lcg(unsigned long *state)
+{
+    *state = *state * 6364136223846793005UL + 1442695040888963407UL;
+    return (double)((*state >> 11) & ((1UL << 53) - 1)) / 9007199254740992.0 - 0.5;
+}
+
+typedef struct {
+    int first, count;
+    double A[POINTS][C(NX) * C(NX) + 1];
+    double B[POINTS][C(NX) * C(NR) + 1];
+    int status[POINTS];
+} job;
+
+static void run(job *j)
+{
+    F(workspace) work;
+    int i;
+    for (i = j->first; i < j->first + j->count; ++i)
+        j->status[i] = F(linearize)(0.25, q_points[i], u_points[i], r_points[i], NULL, NULL, NULL,
+                                    1e-8, j->A[i], j->B[i], NULL, NULL, NULL, NULL, &work);
+}
+
+static void *thread_main(void *argument)
+{
+    run((job *)argument);
+    return NULL;
+}
+
+static void print_vector(const char *label, const double *v, int n)
+{
+    int i;
+    printf("%s", label);
+    for (i = 0; i < n; ++i) printf(" %.17g", v[i]);
+    printf("\n");
+}
+
+int main(void)
+{
+    static job serial, threaded_a, threaded_b;
+    F(workspace) work;
+    unsigned long state = 12345;
+    double A_full[ROWS * C(NX) + 1], B_full[ROWS * C(NR) + 1], qd[C(NQ) + 1], ud[C(NU) + 1];
+    double f_c[C(NC) + 1], f_v[C(NV) + 1], q[C(NQ) + 1];
+    pthread_t thread_a, thread_b;
+    int i, status, completed = 0;
+
+    /* consistent points: random guesses completed by Newton's method */
+    for (i = 0; i < POINTS; ++i) {
+        int k;
+        for (k = 0; k < C(NQ); ++k) q_points[i][k] = 0.6 * lcg(&state);
+        for (k = 0; k < C(NU); ++k) u_points[i][k] = 2.0 * lcg(&state);
+        for (k = 0; k < C(NR); ++k) r_points[i][k] = lcg(&state);
+        status = F(complete_point)(0.25, q_points[i], u_points[i], NULL, NULL, NULL, 1e-13, 50, &work);
+        CHECK(status == C(OK), "complete_point");
+        completed += status == C(OK);
+        status = F(constraint_residuals)(0.25, q_points[i], u_points[i], NULL, f_c, f_v);
+        CHECK(status == C(OK), "constraint_residuals");
+        for (k = 0; k < C(NC); ++k) CHECK(fabs(f_c[k]) <= 1e-13, "f_c after completion");
+        for (k = 0; k < C(NV); ++k) CHECK(fabs(f_v[k]) <= 1e-12, "f_v after completion");
+    }
+    printf("completed %d\n", completed);
+
+    /* serial, then the same points split over two threads with their own workspaces */
+    serial.first = 0;
+    serial.count = POINTS;
+    run(&serial);
+    threaded_a.first = 0;
+    threaded_a.count = POINTS / 2;
+    threaded_b.first = POINTS / 2;
+    threaded_b.count = POINTS - POINTS / 2;
+    CHECK(pthread_create(&thread_a, NULL, thread_main, &threaded_a) == 0, "pthread_create");
+    CHECK(pthread_create(&thread_b, NULL, thread_main, &threaded_b) == 0, "pthread_create");
+    pthread_join(thread_a, NULL);
+    pthread_join(thread_b, NULL);
+    for (i = 0; i < POINTS; ++i) {
+        const job *t = i < POINTS / 2 ? &threaded_a : &threaded_b;
+        CHECK(serial.status[i] == C(OK), "linearize status");
+        CHECK(t->status[i] == serial.status[i], "threaded status");
+        CHECK(memcmp(t->A[i], serial.A[i], sizeof serial.A[i]) == 0, "threaded A differs from serial");
+        CHECK(memcmp(t->B[i], serial.B[i], sizeof serial.B[i]) == 0, "threaded B differs from serial");
+    }
+
+    /* results for comparison with the Python module */
+    for (i = 0; i < 3; ++i) {
+        printf("point %d\n", i);
+        print_vector("q", q_points[i], C(NQ));
+        print_vector("u", u_points[i], C(NU));
+        print_vector("r", r_points[i], C(NR));
+        print_vector("A", serial.A[i], C(NX) * C(NX));
+        print_vector("B", serial.B[i], C(NX) * C(NR));
+    }
+
+    /* optional outputs: everything NULL but A_full, then qd/ud only */
+    status = F(linearize)(0.25, q_points[0], u_points[0], r_points[0], NULL, NULL, NULL, 1e-8,
+                          NULL, NULL, A_full, B_full, qd, ud, &work);
+    CHECK(status == C(OK), "linearize with full outputs");
+    print_vector("A_full", A_full, ROWS * C(NX));
+    print_vector("qd", qd, C(NQ));
+    print_vector("ud", ud, C(NU));
+    status = F(state_derivative)(0.25, q_points[0], u_points[0], r_points[0], NULL, qd, ud, &work);
+    CHECK(status == C(OK), "state_derivative");
+    print_vector("state_derivative_ud", ud, C(NU));
+
+    /* error paths: each must return its status code, never crash */
+    memcpy(q, q_points[1], sizeof q);
+    q[0] = NAN;
+    CHECK(F(linearize)(0.25, q, u_points[1], r_points[1], NULL, NULL, NULL, 1e-8, serial.A[0],
+                       serial.B[0], NULL, NULL, NULL, NULL, &work) == C(ERR_NONFINITE_INPUT), "NaN input");
+    CHECK(F(linearize)(INFINITY, q_points[1], u_points[1], r_points[1], NULL, NULL, NULL, 1e-8,
+                       NULL, NULL, NULL, NULL, NULL, NULL, &work) == C(ERR_NONFINITE_INPUT), "Inf time");
+    CHECK(F(linearize)(0.25, NULL, u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL, NULL,
+                       NULL, NULL, &work) == C(ERR_NULL_ARGUMENT), "NULL q");
+    CHECK(F(linearize)(0.25, q_points[1], u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL,
+                       NULL, NULL, NULL, NULL) == C(ERR_NULL_ARGUMENT), "NULL workspace");
+    if (C(NC) > 0) {
+        int bad[C(NC) + 1];
+        for (i = 0; i < C(NC); ++i) bad[i] = C(NQ);   /* out of range */
+        CHECK(F(linearize)(0.25, q_points[1], u_points[1], NULL, NULL, bad, NULL, 1e-8, NULL, NULL,
+                           NULL, NULL, NULL, NULL, &work) == C(ERR_BAD_PARTITION), "bad partition");
+        memcpy(q, q_points[1], sizeof q);
+        q[F(default_dependent_q)[0]] += 1e-3;
+        CHECK(F(linearize)(0.25, q, u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL, NULL,
+                           NULL, NULL, &work) == C(ERR_CONFIGURATION_CONSTRAINT), "f_c violated");
+    }
+    for (i = 0; i <= 12; ++i) CHECK(F(status_message)(i) != NULL, "status message");
+    CHECK(strcmp(F(q_names)[0], "") != 0 && F(q_names)[C(NQ)] == NULL, "names");
+    printf("failures %d\n", failures);
+    return failures != 0;
+}

@@ -1,0 +1,167 @@
+"""The generated C on its own, as a controller would use it: exported folder
+with Makefile and example, sanitizers, valgrind, threads, no allocation, and
+agreement with the Python module."""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import codegen
+from codegen.export import export_c
+
+DRIVER = Path(__file__).parent / "c" / "driver.c"
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+
+
+def package_dir(module):
+    return Path(module.__file__).parent
+
+
+@pytest.fixture(scope="session")
+def disk_export(disk, tmp_path_factory):
+    destination = tmp_path_factory.mktemp("disk_export")
+    op = codegen.operating_point("disk", "steady_turn", lean=0.3, spin_rate=-3.0)
+    export_c(package_dir(disk), destination, "disk", "a steady turn", 0.0, op.q, op.u, op.r)
+    return destination, op
+
+
+def parse_example(output):
+    lines = output.splitlines()
+    assert lines[0].startswith("status 0"), output
+    matrices, i = {}, 1
+    while i < len(lines):
+        label, rows, cols = lines[i].split()
+        rows, cols = int(rows), int(cols)
+        values = [[float(v) for v in lines[i + 1 + k].split()] for k in range(rows)]
+        matrices[label] = np.array(values).reshape(rows, cols)
+        i += 1 + rows
+    return matrices
+
+
+def test_exported_folder_builds_with_make_and_matches_python(disk, disk_export):
+    folder, op = disk_export
+    assert sorted(p.name for p in folder.iterdir()) == ["CMakeLists.txt", "Makefile", "disk.c", "disk.h", "main.c"]
+    subprocess.run(["make", "-s"], cwd=folder, check=True, capture_output=True)
+    result = subprocess.run(["./example"], cwd=folder, capture_output=True, text=True, check=True)
+    matrices = parse_example(result.stdout)
+    A, B = disk.linearize(*op)
+    # same source, same compiler, same flags: identical bits
+    assert np.array_equal(matrices["A"], A)
+    assert matrices["B"].shape == B.shape
+
+
+def test_exported_folder_builds_with_cmake(disk_export, tmp_path):
+    folder, _ = disk_export
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not installed")
+    subprocess.run(["cmake", "-S", str(folder), "-B", str(tmp_path)], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(tmp_path)], check=True, capture_output=True)
+    result = subprocess.run([str(tmp_path / "disk_example")], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("status 0")
+
+
+def test_object_file_allocates_nothing_and_has_no_mutable_globals(disk_export, tmp_path):
+    folder, _ = disk_export
+    subprocess.run(["cc", *STRICT, "-O2", "-c", str(folder / "disk.c"), "-o", str(tmp_path / "disk.o")],
+                   check=True)
+    symbols = subprocess.run(["nm", "-P", str(tmp_path / "disk.o")], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    undefined = sorted(line.split()[0] for line in symbols if line.split()[1] == "U")
+    # data objects must live in read-only sections (.data.rel.ro holds const
+    # pointer tables, read-only after relocation)
+    table = subprocess.run(["objdump", "-t", str(tmp_path / "disk.o")], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    objects = [line.split() for line in table if re.search(r"\sO\s", line)]
+    writable = [o for o in objects if not re.match(r"\.(rodata|data\.rel\.ro)", o[-3])]
+    assert objects and writable == [], f"global or static mutable data: {writable}"
+    allocation = {"malloc", "calloc", "realloc", "free", "alloca", "aligned_alloc", "posix_memalign"}
+    assert not allocation & set(undefined), undefined
+    math_only = {"sin", "cos", "tan", "sqrt", "pow", "exp", "log", "atan2", "asin", "acos", "atan",
+                 "fabs", "sinh", "cosh", "tanh", "cbrt", "hypot", "sincos",
+                 # calls the compiler itself may emit for copy loops
+                 "memcpy", "memmove", "memset"}
+    assert set(undefined) <= math_only, f"unexpected dependencies: {set(undefined) - math_only}"
+    defined = {line.split()[0] for line in symbols if line.split()[1] in "TR"}
+    assert all(name.startswith("disk_") for name in defined), defined
+
+
+def compile_driver(module, tmp_path, extra_flags):
+    name = module.name
+    folder = package_dir(module)
+    flags = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-g", "-O1", "-pthread",
+             f"-DPREFIX={name}", f"-DUPREFIX={name.upper()}", f'-DHEADER="{name}.h"', f"-I{folder}"]
+    binary = tmp_path / f"driver_{name}"
+    subprocess.run(["cc", *flags, *extra_flags, str(DRIVER), str(folder / f"{name}.c"), "-o", str(binary),
+                    "-lm"], check=True, capture_output=True)
+    return binary
+
+
+def parse_driver(output):
+    values = {}
+    point = None
+    for line in output.splitlines():
+        label, *rest = line.split()
+        if label == "point":
+            point = int(rest[0])
+        elif label in ("q", "u", "r", "A", "B"):
+            values[(point, label)] = np.array(rest, dtype=float)
+        else:
+            values[label] = np.array(rest, dtype=float)
+    return values
+
+
+def check_driver_against_python(module, output):
+    values = parse_driver(output)
+    assert values["failures"][0] == 0
+    nx, nr = module.nx, module.nr
+    for point in range(3):
+        q, u, r = (values[(point, k)] for k in ("q", "u", "r"))
+        A, B = module.linearize(q, u, r, t=0.25)
+        assert np.array_equal(values[(point, "A")].reshape(nx, nx), A)
+        assert np.array_equal(values[(point, "B")].reshape(nx, nr), B)
+
+
+@pytest.mark.parametrize("sanitizers", [["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                         "-fno-omit-frame-pointer"]])
+def test_driver_under_sanitizers(disk, tmp_path, sanitizers):
+    binary = compile_driver(disk, tmp_path, sanitizers)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    result = subprocess.run([str(binary)], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""
+    assert "completed 16" in result.stdout
+
+
+def test_driver_under_valgrind(disk, tmp_path):
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind not installed")
+    binary = compile_driver(disk, tmp_path, [])
+    result = subprocess.run(["valgrind", "--error-exitcode=99", "--leak-check=full", "--quiet", str(binary)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    check_driver_against_python(disk, result.stdout)
+
+
+def test_standalone_c_matches_python_module_bit_for_bit(disk, tmp_path):
+    """Built with the flags the module uses (-O2 -std=c99), the C gives the same bits."""
+    binary = compile_driver(disk, tmp_path, ["-O2"])
+    result = subprocess.run([str(binary)], capture_output=True, text=True, check=True)
+    check_driver_against_python(disk, result.stdout)
+    values = parse_driver(result.stdout)
+    qd, ud = disk.state_derivative(values[(0, "q")], values[(0, "u")], values[(0, "r")], t=0.25)
+    assert np.array_equal(values["ud"], ud) and np.array_equal(values["qd"], qd)
+
+
+def test_header_documents_the_interface(disk):
+    header = (package_dir(disk) / "disk.h").read_text()
+    for needle in ("#define DISK_NQ 6", "#define DISK_NX 8", "DISK_WORKSPACE_SIZE", "row-major",
+                   "DISK_ERR_SINGULAR_CONFIGURATION_PARTITION", "extern \"C\"", "q1, q2, q3, q4, q5, q6",
+                   "concurrently", "no function allocates"):
+        assert needle in header, needle
+    codes = re.findall(r"#define DISK_(?:OK|ERR_\w+) (\d+)", header)
+    assert sorted(map(int, codes)) == list(range(len(codes)))
