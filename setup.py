@@ -19,6 +19,8 @@ setup(
     ],
     extras_require={
         # CSE output (and so the golden files) depends on the SymPy version
-        "test": ["pytest>=7", "scipy", "sympy==1.14.0"],
+        "test": ["pytest>=7", "scipy", "sympy==1.14.0", "matplotlib"],
+        # the PNG of `python -m codegen sweep`
+        "plot": ["matplotlib"],
     },
 )

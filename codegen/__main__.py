@@ -3,6 +3,8 @@
     python -m codegen build disk                 derive, generate, compile; print eigenvalues
     python -m codegen build my_model.py:make     the same for a user's model
     python -m codegen export disk --dir out/     self-contained C folder with Makefile
+    python -m codegen sweep bicycle --param v --from 0 --to 10 --num 201
+                                                 eigenvalues vs speed: CSV, PNG, weave/capsize
     python -m codegen list                       the built-in models
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -120,6 +123,49 @@ def command_export(args):
     return 0
 
 
+def command_sweep(args):
+    from .load import load_package
+    from .models import BUILTIN, builtin_module
+    from .pipeline import build_artifact, operating_point, terminal_progress
+    from .sweep import sweep, write_csv, write_png
+
+    if args.model not in BUILTIN:
+        raise SystemExit("sweep needs a built-in model (its operating-point family)")
+    model_module = builtin_module(args.model)
+    defaults = getattr(model_module, "SWEEP", {})
+    point = args.point or defaults.get("point") or model_module.DEFAULT_OPERATING_POINT[0]
+    param = args.param or defaults.get("param")
+    if not param:
+        raise SystemExit("give --param (an argument of the operating point, e.g. v)")
+    states = args.states or defaults.get("states", ())
+    fixed = {}
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        fixed[key] = float(value)
+    model = model_module.make_model()
+    artifact = build_artifact(model, args.output_dir, progress=terminal_progress())
+    module = load_package(artifact.package_dir)
+
+    def make_point(**kwargs):
+        return operating_point(args.model, point, **kwargs)
+
+    result = sweep(module, make_point, param, args.start, args.stop, args.num, states, fixed,
+                   defaults.get("mode_names"))
+    out = Path(args.out or f"sweep_{args.model}_{param}")
+    csv_path = write_csv(result, out.with_suffix(".csv"))
+    png_path = write_png(result, out.with_suffix(".png"),
+                         f"{args.model}: eigenvalues of {', '.join(result.states)} vs {param}")
+    print(f"{args.model} {point}: eigenvalues of the {len(result.states)} states "
+          f"{', '.join(result.states)} for {param} in [{args.start:g}, {args.stop:g}] ({args.num} points)")
+    print(f"  wrote {csv_path}" + (f" and {png_path}" if png_path else " (install matplotlib for the PNG)"))
+    if not result.transitions:
+        print("  stability does not change in this range")
+    for t in result.transitions:
+        label = f"{t.name} speed" if t.name else f"{t.mode} mode"
+        print(f"  {label}: {param} = {t.value:.12g}  ({t.mode} mode unstable {t.unstable_side})")
+    return 0
+
+
 def command_list(args):
     from .models import BUILTIN, builtin_module
 
@@ -147,6 +193,20 @@ def main(argv=None):
     export.add_argument("--force", action="store_true", help="rebuild even if cached")
     export.add_argument("--output-dir", default=None, help="where builds are cached")
     export.set_defaults(run=command_export)
+
+    sweep = commands.add_parser("sweep", help="eigenvalues versus an operating-point parameter: "
+                                "CSV, PNG and where stability changes")
+    sweep.add_argument("model", help="built-in name")
+    sweep.add_argument("--param", help="operating-point argument to vary (default: the model's, e.g. v)")
+    sweep.add_argument("--from", dest="start", type=float, default=0.0)
+    sweep.add_argument("--to", dest="stop", type=float, default=10.0)
+    sweep.add_argument("--num", type=int, default=201)
+    sweep.add_argument("--point", help="operating-point family (default: the model's)")
+    sweep.add_argument("--states", nargs="*", help="state names whose block of A is analysed")
+    sweep.add_argument("--set", action="append", help="other operating-point arguments, name=value")
+    sweep.add_argument("--out", help="output path without suffix (default: sweep_<model>_<param>)")
+    sweep.add_argument("--output-dir", default=None, help="where builds are cached")
+    sweep.set_defaults(run=command_sweep)
 
     listing = commands.add_parser("list", help="list the built-in models")
     listing.set_defaults(run=command_list)

@@ -125,6 +125,7 @@ def steady_turn(parameters, lean=0.2, spin_rate=-3.0, branch=0):
 
 OPERATING_POINTS = {"upright": upright, "steady_turn": steady_turn}
 DEFAULT_OPERATING_POINT = ("upright", {"v": 0.5})
+SWEEP = {"point": "upright", "param": "v"}
 
 
 def expected_eigenvalues(parameters, name, **kwargs):

@@ -1,0 +1,155 @@
+"""Eigenvalues versus an operating-point parameter (e.g. speed), for people.
+
+``python -m codegen sweep bicycle --param v --from 0 --to 10 --num 201`` writes
+a CSV of the eigenvalues, a PNG of their real and imaginary parts (the classic
+figure of the Whipple bicycle benchmark) and prints where stability changes,
+located by bisection on the generated module's output.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# eigenvalues smaller than this (relative to the largest) are structural zeros
+# (ignorable coordinates) and do not decide stability
+ZERO_EIGENVALUE = 1e-7
+UNSTABLE = 1e-12
+
+
+@dataclass
+class Transition:
+    value: float          # parameter value where stability changes
+    mode: str             # "oscillatory" or "real": the mode that is unstable on one side
+    unstable_side: str    # "below" or "above"
+    name: str = ""        # model's name for the mode, e.g. "weave"
+
+
+@dataclass
+class Sweep:
+    param: str
+    values: np.ndarray          # (num,)
+    eigenvalues: np.ndarray     # (num, k) complex, sorted by real part then imaginary
+    states: tuple
+    transitions: list
+
+
+class _Subsystem:
+    """A built model, an operating-point family and the states whose A block counts."""
+
+    def __init__(self, module, make_point, param, states, fixed):
+        self.module = module
+        self.make_point = make_point
+        self.param = param
+        self.fixed = fixed
+        names = list(module.state_names)
+        missing = [s for s in states if s not in names]
+        if missing:
+            raise ValueError(f"unknown states {missing}; states are {names}")
+        self.states = tuple(states) if states else tuple(names)
+        self.rows = [names.index(s) for s in self.states]
+
+    def matrices(self, values):
+        points = [self.make_point(**{**self.fixed, self.param: float(v)}) for v in values]
+        q = np.array([p.q for p in points])
+        u = np.array([p.u for p in points])
+        r = np.array([p.r for p in points])
+        p = np.array([p.p for p in points])
+        A, _ = self.module.linearize(q, u, r if r.size else None, p)
+        return A[:, self.rows][:, :, self.rows]
+
+    def eigenvalues(self, values):
+        return np.linalg.eigvals(self.matrices(values))
+
+    def growth(self, value):
+        """(largest real part of a non-zero eigenvalue, that eigenvalue)."""
+        eigenvalues = self.eigenvalues([value])[0]
+        scale = max(1.0, np.abs(eigenvalues).max())
+        relevant = eigenvalues[np.abs(eigenvalues) > ZERO_EIGENVALUE * scale]
+        if relevant.size == 0:
+            return 0.0, 0j
+        k = int(np.argmax(relevant.real))
+        return float(relevant[k].real), complex(relevant[k])
+
+
+def _transitions(system, values, growth, mode_names):
+    transitions = []
+    unstable = [g > UNSTABLE for g, _ in growth]
+    for i in range(len(values) - 1):
+        if unstable[i] == unstable[i + 1]:
+            continue
+        low, high = float(values[i]), float(values[i + 1])
+        for _ in range(200):
+            middle = 0.5 * (low + high)
+            if middle in (low, high):
+                break
+            if (system.growth(middle)[0] > UNSTABLE) == unstable[i]:
+                low = middle
+            else:
+                high = middle
+        side = "below" if unstable[i] else "above"
+        witness = growth[i][1] if unstable[i] else growth[i + 1][1]
+        mode = "oscillatory" if abs(witness.imag) > 1e-9 * max(1.0, abs(witness)) else "real"
+        transitions.append(Transition(0.5 * (low + high), mode, side, mode_names.get(mode, "")))
+    return transitions
+
+
+def sweep(module, make_point, param, start, stop, num, states=(), fixed=None, mode_names=None):
+    """Eigenvalues of the ``states`` block of A for ``param`` from start to stop."""
+    system = _Subsystem(module, make_point, param, states, fixed or {})
+    values = np.linspace(start, stop, num)
+    eigenvalues = system.eigenvalues(values)
+    order = np.lexsort((eigenvalues.imag, eigenvalues.real), axis=-1)
+    eigenvalues = np.take_along_axis(eigenvalues, order, axis=-1)
+    growth = [system.growth(v) for v in values]
+    transitions = _transitions(system, values, growth, mode_names or {})
+    return Sweep(param, values, eigenvalues, system.states, transitions)
+
+
+def write_csv(result, path):
+    path = Path(path)
+    k = result.eigenvalues.shape[1]
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow([result.param] + [f"{part}{i}" for i in range(k) for part in ("re", "im")])
+        for value, row in zip(result.values, result.eigenvalues):
+            writer.writerow([repr(float(value))] + [repr(float(x)) for z in row for x in (z.real, z.imag)])
+    return path
+
+
+def write_png(result, path, title):
+    """Real parts (dots) and imaginary parts (small dots) versus the parameter."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    k = result.eigenvalues.shape[1]
+    values = np.repeat(result.values[:, None], k, axis=1)
+    ax.plot(values.ravel(), result.eigenvalues.real.ravel(), ".", markersize=3, color="tab:blue",
+            label="real part")
+    imag = np.abs(result.eigenvalues.imag).ravel()
+    oscillatory = imag > 1e-6
+    ax.plot(values.ravel()[oscillatory], imag[oscillatory], ".", markersize=1.5, color="tab:orange",
+            label="|imaginary part|")
+    for t in result.transitions:
+        ax.axvline(t.value, color="grey", linewidth=0.8, linestyle="--")
+        ax.annotate(f"{t.name or t.mode} {t.value:.4f}", (t.value, 0), rotation=90, fontsize=8,
+                    xytext=(3, 5), textcoords="offset points")
+    ax.axhline(0, color="black", linewidth=0.6)
+    spread = 1.05 * max(1.0, np.abs(result.eigenvalues.real).max(), imag.max())
+    ax.set_ylim(-spread, spread)
+    ax.set_xlabel(result.param)
+    ax.set_ylabel("eigenvalue [1/s]")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)
