@@ -94,6 +94,7 @@ static int lu_factor(int n, double *a, int *pivot)
         for (i = k + 1; i < n; ++i) {
             const double factor = a[i * n + k] / a[k * n + k];
             a[i * n + k] = factor;
+            if (factor == 0.0) continue;   /* the blocks are sparse: skip zero rows */
             for (j = k + 1; j < n; ++j) a[i * n + j] -= factor * a[k * n + j];
         }
     }
@@ -113,13 +114,21 @@ static void lu_solve(int n, const double *lu, const int *pivot, double *b, int m
             }
         }
     }
-    for (i = 1; i < n; ++i)
-        for (k = 0; k < i; ++k)
-            for (j = 0; j < m; ++j) b[i * m + j] -= lu[i * n + k] * b[k * m + j];
+    for (i = 1; i < n; ++i) {
+        for (k = 0; k < i; ++k) {
+            const double factor = lu[i * n + k];
+            if (factor == 0.0) continue;
+            for (j = 0; j < m; ++j) b[i * m + j] -= factor * b[k * m + j];
+        }
+    }
     for (i = n - 1; i >= 0; --i) {
-        for (k = i + 1; k < n; ++k)
-            for (j = 0; j < m; ++j) b[i * m + j] -= lu[i * n + k] * b[k * m + j];
-        for (j = 0; j < m; ++j) b[i * m + j] /= lu[i * n + i];
+        const double inverse = 1.0 / lu[i * n + i];
+        for (k = i + 1; k < n; ++k) {
+            const double factor = lu[i * n + k];
+            if (factor == 0.0) continue;
+            for (j = 0; j < m; ++j) b[i * m + j] -= factor * b[k * m + j];
+        }
+        for (j = 0; j < m; ++j) b[i * m + j] *= inverse;
     }
 }
 
