@@ -16,6 +16,7 @@ import importlib
 
 BUILTIN = {
     "disk": "codegen.models.disk",
+    "cart_chain": "codegen.models.cart_chain",
 }
 
 
