@@ -46,7 +46,7 @@ def _default_point(module_spec, built, model_module):
 
     if model_module is not None:
         name, kwargs = model_module.DEFAULT_OPERATING_POINT
-        op = operating_point(built.name, name, **kwargs)
+        op = operating_point(module_spec, name, **kwargs)
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         return f"{name}({args})", op.q, op.u, op.r, op.p
     # a user model: the zero state, completed onto the constraints
