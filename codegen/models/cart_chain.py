@@ -60,7 +60,7 @@ def make_model(n=3, closed=False):
         kane = me.KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kinematic)
     kane.kanes_equations(bodies, loads)
     symbols = {"mc": mc, "m": m, "l": l, "g": g, "x0": x0}
-    parameters = {symbols[k]: v for k, v in DEFAULT_PARAMETERS.items() if closed or k != "x0"}
+    parameters = {symbols[k]: v for k, v in DEFAULT_PARAMETERS.items()}  # x0 unused when open
     name = f"cart_chain{n}" + ("_closed" if closed else "")
     return Model(kane, parameters=parameters, inputs=[F], name=name, description=DESCRIPTION)
 
