@@ -73,9 +73,10 @@ class _Block:
 class StageEmitter:
     """One CSE over every block; C statements for any sequence of stages."""
 
-    def __init__(self, derivation, progress=None):
+    def __init__(self, derivation, progress=None, skip=()):
         say = progress or (lambda message: None)
         self.derivation = derivation
+        self.skip = set(skip)   # blocks the C does not need (e.g. an identity M_qq)
         self.blocks = {name: _Block(name, matrix) for name, matrix in derivation.blocks.items()}
         outputs = [expr for block in self.blocks.values() for _, expr in block.entries]
         say(f"common subexpression elimination over {len(outputs)} non-zero entries")
@@ -127,7 +128,7 @@ class StageEmitter:
         emitted = set()
         code = []
         for stage in stage_names:
-            block_names = self.derivation.stages[stage]
+            block_names = [b for b in self.derivation.stages[stage] if b not in self.skip]
             needed = self._closure(block_names)
             if shared:
                 needed -= emitted
@@ -163,9 +164,10 @@ def _c_string(text):
 
 def emit(derivation, progress=None):
     """Generate the C source, header, Cython wrapper and package init."""
-    emitter = StageEmitter(derivation, progress)
     d = derivation
     sizes = d.sizes
+    kinematic_identity = d.blocks["M_qq"] == sm.eye(sizes["nq"])
+    emitter = StageEmitter(derivation, progress, skip=["M_qq"] if kinematic_identity else [])
     workspace = {name: f"w->{name}" for name in d.blocks}
     context = dict(
         name=d.name,
@@ -181,6 +183,7 @@ def emit(derivation, progress=None):
         dependent_q=d.dependent_q, dependent_u=d.dependent_u,
         c_string=_c_string,
         operation_count=emitter.operation_count,
+        kinematic_identity=kinematic_identity,
         residual_code=emitter.stages(["residuals"], {"f_c": "f_c", "f_v": "f_v"})[0],
         check_code=emitter.stages(["residuals"], workspace)[0],
         configuration_code=emitter.stages(["configuration"], workspace)[0],

@@ -20,6 +20,8 @@
 #define NQI DISK_NQI
 #define NUI DISK_NUI
 #define NX DISK_NX
+/* M_qq = d f_k/d qd is the identity matrix (qd = u form): no solve needed */
+#define M_QQ_IS_IDENTITY 0
 
 const char *const disk_q_names[NQ + 1] = { "q1", "q2", "q3", "q4", "q5", "q6", 0 };
 const char *const disk_u_names[NU + 1] = { "u1", "u2", "u3", "u4", "u5", "u6", 0 };
@@ -175,9 +177,11 @@ static int check_inputs(double t, const double *q, const double *u, const double
 static int solve_qd(disk_workspace *w)
 {
     int i;
-    if (lu_factor(NQ, w->M_qq, w->pivot_q)) return DISK_ERR_SINGULAR_M_QQ;
     for (i = 0; i < NQ; ++i) w->qd[i] = -w->kinematic_residual[i];
+#if !M_QQ_IS_IDENTITY
+    if (lu_factor(NQ, w->M_qq, w->pivot_q)) return DISK_ERR_SINGULAR_M_QQ;
     lu_solve(NQ, w->M_qq, w->pivot_q, w->qd, 1);
+#endif
     return all_finite(w->qd, NQ) ? DISK_OK : DISK_ERR_NONFINITE_RESULT;
 }
 
@@ -192,9 +196,18 @@ static int solve_ud(disk_workspace *w)
 }
 
 /* ---- the linearization, given every block at the operating point ---------- */
+/*
+ * C_0, C_1 and C_2 of the chapter are never formed: with the partition they are
+ *     C_0 = P_qi - P_qd K_c,   K_c = (J_c P_qd)^-1 J_c P_qi
+ *     C_1 = -P_ud K_q,         K_q = (B_v P_ud)^-1 J_vq
+ *     C_2 = P_ui - P_ud K_u,   K_u = (B_v P_ud)^-1 B_v P_ui
+ * so a product with them is a column selection plus a product with the small
+ * K matrices (K_v = [K_q, K_u] in the workspace). This costs a fraction of the
+ * dense products and computes the same sums.
+ */
 
-/* C_0 = (I - P_qd (J_c P_qd)^-1 J_c) P_qi */
-static int form_C_0(disk_workspace *w)
+/* K_c; fails if J_c P_qd is singular */
+static int form_K_c(disk_workspace *w)
 {
     int i, k;
     for (i = 0; i < NC; ++i) {
@@ -203,15 +216,11 @@ static int form_C_0(disk_workspace *w)
     }
     if (lu_factor(NC, w->Jc_dependent, w->pivot_c)) return DISK_ERR_SINGULAR_CONFIGURATION_PARTITION;
     lu_solve(NC, w->Jc_dependent, w->pivot_c, w->K_c, NQI);
-    fill_zero(w->C_0, NQ * NQI);
-    for (k = 0; k < NQI; ++k) w->C_0[w->independent_q[k] * NQI + k] = 1.0;
-    for (i = 0; i < NC; ++i)
-        for (k = 0; k < NQI; ++k) w->C_0[w->dependent_q[i] * NQI + k] = -w->K_c[i * NQI + k];
     return DISK_OK;
 }
 
-/* C_1 = -P_ud (B_v P_ud)^-1 J_vq and C_2 = (I - P_ud (B_v P_ud)^-1 B_v) P_ui */
-static int form_C_1_C_2(disk_workspace *w)
+/* K_v = [K_q, K_u] (NV x (NQ + NUI)); fails if B_v P_ud is singular */
+static int form_K_v(disk_workspace *w)
 {
     const int width = NQ + NUI;
     int i, k;
@@ -222,47 +231,84 @@ static int form_C_1_C_2(disk_workspace *w)
     }
     if (lu_factor(NV, w->Bv_dependent, w->pivot_v)) return DISK_ERR_SINGULAR_VELOCITY_PARTITION;
     lu_solve(NV, w->Bv_dependent, w->pivot_v, w->K_v, width);
-    fill_zero(w->C_1, NU * NQ);
-    fill_zero(w->C_2, NU * NUI);
-    for (k = 0; k < NUI; ++k) w->C_2[w->independent_u[k] * NUI + k] = 1.0;
-    for (i = 0; i < NV; ++i) {
-        for (k = 0; k < NQ; ++k) w->C_1[w->dependent_u[i] * NQ + k] = -w->K_v[i * width + k];
-        for (k = 0; k < NUI; ++k) w->C_2[w->dependent_u[i] * NUI + k] = -w->K_v[i * width + NQ + k];
-    }
     return DISK_OK;
 }
 
+/* T = A_xq + A_xu C_1 = A_xq - A_xu P_ud K_q (rows x NQ) */
+static void plus_times_C_1(int rows, const double *A_xq, const double *A_xu, double *T,
+                           const disk_workspace *w)
+{
+    const int width = NQ + NUI;
+    int i, j, a;
+    for (i = 0; i < rows * NQ; ++i) T[i] = A_xq[i];
+    for (i = 0; i < rows; ++i) {
+        for (a = 0; a < NV; ++a) {
+            const double factor = A_xu[i * NU + w->dependent_u[a]];
+            if (factor == 0.0) continue;
+            for (j = 0; j < NQ; ++j) T[i * NQ + j] -= factor * w->K_v[a * width + j];
+        }
+    }
+}
+
+/* out (rows x NQI, row stride NX) = T C_0 = T P_qi - T P_qd K_c */
+static void times_C_0(int rows, const double *T, double *out, const disk_workspace *w)
+{
+    int i, k, a;
+    for (i = 0; i < rows; ++i) {
+        for (k = 0; k < NQI; ++k) out[i * NX + k] = T[i * NQ + w->independent_q[k]];
+        for (a = 0; a < NC; ++a) {
+            const double factor = T[i * NQ + w->dependent_q[a]];
+            if (factor == 0.0) continue;
+            for (k = 0; k < NQI; ++k) out[i * NX + k] -= factor * w->K_c[a * NQI + k];
+        }
+    }
+}
+
+/* out (rows x NUI, row stride NX) = A_xu C_2 = A_xu P_ui - A_xu P_ud K_u */
+static void times_C_2(int rows, const double *A_xu, double *out, const disk_workspace *w)
+{
+    const int width = NQ + NUI;
+    int i, k, a;
+    for (i = 0; i < rows; ++i) {
+        for (k = 0; k < NUI; ++k) out[i * NX + k] = A_xu[i * NU + w->independent_u[k]];
+        for (a = 0; a < NV; ++a) {
+            const double factor = A_xu[i * NU + w->dependent_u[a]];
+            if (factor == 0.0) continue;
+            for (k = 0; k < NUI; ++k) out[i * NX + k] -= factor * w->K_v[a * width + NQ + k];
+        }
+    }
+}
+
 /* A' = M^-1 A~ and B' = M^-1 B~ with M = [M_qq 0; M_uq M_uu] block lower
-   triangular (M_qq and M_uu already factorized), written to w->A_full, w->B_full. */
+   triangular (M_qq and M_uu already factorized), written to w->A_full, w->B_full:
+       A~ = [(A_qq + A_qu C_1) C_0, A_qu C_2; (A_uq + A_uu C_1) C_0, A_uu C_2]
+       B~ = [0; 0; B_u] */
 static int solve_linear_system(disk_workspace *w)
 {
     double *A_q = w->A_full;               /* rows of the coordinates */
     double *A_u = w->A_full + NQ * NX;     /* rows of the speeds */
-    int status = form_C_0(w);
+    int status = form_K_c(w);
     if (status != DISK_OK) return status;
-    status = form_C_1_C_2(w);
+    status = form_K_v(w);
     if (status != DISK_OK) return status;
 
-    /* A~ = [(A_qq + A_qu C_1) C_0, A_qu C_2; (A_uq + A_uu C_1) C_0, A_uu C_2] */
-    {
-        int i;
-        for (i = 0; i < NQ * NQ; ++i) w->T_q[i] = w->A_qq[i];
-        for (i = 0; i < NU * NQ; ++i) w->T_u[i] = w->A_uq[i];
-    }
-    multiply_add(NQ, NU, NQ, 1.0, w->A_qu, NU, w->C_1, NQ, w->T_q, NQ);
-    multiply_add(NU, NU, NQ, 1.0, w->A_uu, NU, w->C_1, NQ, w->T_u, NQ);
-    fill_zero(w->A_full, (NQ + NU) * NX);
-    multiply_add(NQ, NQ, NQI, 1.0, w->T_q, NQ, w->C_0, NQI, A_q, NX);
-    multiply_add(NQ, NU, NUI, 1.0, w->A_qu, NU, w->C_2, NUI, A_q + NQI, NX);
-    multiply_add(NU, NQ, NQI, 1.0, w->T_u, NQ, w->C_0, NQI, A_u, NX);
-    multiply_add(NU, NU, NUI, 1.0, w->A_uu, NU, w->C_2, NUI, A_u + NQI, NX);
+    plus_times_C_1(NQ, w->A_qq, w->A_qu, w->T_q, w);
+    plus_times_C_1(NU, w->A_uq, w->A_uu, w->T_u, w);
+    times_C_0(NQ, w->T_q, A_q, w);
+    times_C_2(NQ, w->A_qu, A_q + NQI, w);
+    times_C_0(NU, w->T_u, A_u, w);
+    times_C_2(NU, w->A_uu, A_u + NQI, w);
 
     /* block forward substitution */
+#if M_QQ_IS_IDENTITY
+    (void)A_q;
+#else
     lu_solve(NQ, w->M_qq, w->pivot_q, A_q, NX);
+#endif
     multiply_add(NU, NQ, NX, -1.0, w->M_uq, NQ, A_q, NX, A_u, NX);
     lu_solve(NU, w->M_uu, w->pivot_u, A_u, NX);
 
-    /* B~ = [0; 0; B_u]: the coordinate rows of B' vanish */
+    /* the coordinate rows of B' vanish */
     fill_zero(w->B_full, (NQ + NU) * NR);
     {
         int i;
@@ -736,3 +782,4 @@ const char *disk_status_message(int status)
 #undef NQI
 #undef NUI
 #undef NX
+#undef M_QQ_IS_IDENTITY

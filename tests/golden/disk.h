@@ -113,9 +113,7 @@ typedef struct disk_workspace {
     double A_uu[DISK_NU * DISK_NU + 1];
     double B_u[(DISK_NU - DISK_NV) * DISK_NR + 1];
     double Jc_dependent[DISK_NC * DISK_NC + 1], Bv_dependent[DISK_NV * DISK_NV + 1];
-    double C_0[DISK_NQ * DISK_NQI + 1], C_1[DISK_NU * DISK_NQ + 1];
-    double C_2[DISK_NU * DISK_NUI + 1];
-    double K_c[DISK_NC * DISK_NQ + 1], K_v[DISK_NV * (DISK_NQ + DISK_NU) + 1];
+    double K_c[DISK_NC * DISK_NQI + 1], K_v[DISK_NV * (DISK_NQ + DISK_NUI) + 1];
     double T_q[DISK_NQ * DISK_NQ + 1], T_u[DISK_NU * DISK_NQ + 1];
     double A_full[(DISK_NQ + DISK_NU) * DISK_NX + 1];
     double B_full[(DISK_NQ + DISK_NU) * DISK_NR + 1];
