@@ -172,7 +172,7 @@ def command_list(args):
     for name in sorted(BUILTIN):
         module = builtin_module(name)
         points = ", ".join(module.OPERATING_POINTS)
-        print(f"{name:<10} {module.DESCRIPTION}  (operating points: {points})")
+        print(f"{name:<12} {module.DESCRIPTION}  (operating points: {points})")
     return 0
 
 

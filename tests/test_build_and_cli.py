@@ -64,7 +64,8 @@ def test_cli_builds_a_user_file_and_list_names_builtins(tmp_path):
     expected = np.linalg.eigvals([[0.0, 1.0], [-4.0, -0.2]])
     assert f"{expected[0].real:.6g}" in result.stdout
     listing = run_cli("list")
-    assert listing.returncode == 0 and listing.stdout.startswith("disk ")
+    assert listing.returncode == 0
+    assert [line.split()[0] for line in listing.stdout.splitlines()] == ["cart_chain", "disk"]
 
 
 def test_cli_reports_model_errors(tmp_path):
