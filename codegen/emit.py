@@ -21,6 +21,7 @@ import sympy as sm
 
 from . import __version__
 from .printer import ModelCodePrinter
+from .unroll import NumericStage
 
 
 
@@ -118,12 +119,40 @@ class StageEmitter:
                     stack.append(used)
         return needed
 
-    def stages(self, stage_names, targets, shared=True):
+    def zero_tables(self):
+        """C tables of the structural zeros of each sparse matrix block."""
+        lines = []
+        for block in self.blocks.values():
+            zeros = self.structural_zeros(block.name)
+            if zeros and block.name not in self.skip:
+                lines.append(f"static const int zeros_{block.name}[{len(zeros)}] = "
+                             f"{{ {', '.join(map(str, zeros))} }};")
+        return lines
+
+    def structural_zeros(self, name):
+        block = self.blocks[name]
+        nonzero = {index for index, _ in block.entries}
+        return [k for k in range(block.size) if k not in nonzero]
+
+    def zero_fill(self, stage_names, targets):
+        """Statements writing 0 at the structural zeros of the stages' blocks,
+        for code emitted with ``fill=False`` that then needs the dense arrays."""
+        lines = []
+        for stage in stage_names:
+            for name in self.derivation.stages[stage]:
+                zeros = self.structural_zeros(name)
+                if zeros and name not in self.skip:
+                    lines.append(f"zero_at({targets[name]}, zeros_{name}, {len(zeros)});")
+        return lines
+
+    def stages(self, stage_names, targets, shared=True, fill=True):
         """C statements for each stage, in order.
 
         ``targets`` maps a block name to the C array it is written to. With
         ``shared`` the stages run in one scope and a temporary computed by an
         earlier stage is not computed again; otherwise each stage stands alone.
+        Without ``fill`` only the structural non-zeros are written (see
+        :meth:`zero_fill`).
         """
         emitted = set()
         code = []
@@ -140,7 +169,7 @@ class StageEmitter:
                 if block.size == 0:
                     continue
                 target = targets[name]
-                if not block.dense:
+                if not block.dense and fill:
                     lines.append(f"fill_zero({target}, {block.size});")
                 for (index, _), expr in zip(block.entries, self.reduced[name]):
                     lines.append(f"{target}[{index}] = {self.printer.doprint(expr)};")
@@ -169,6 +198,9 @@ def emit(derivation, progress=None):
     kinematic_identity = d.blocks["M_qq"] == sm.eye(sizes["nq"])
     emitter = StageEmitter(derivation, progress, skip=["M_qq"] if kinematic_identity else [])
     workspace = {name: f"w->{name}" for name in d.blocks}
+    say = progress or (lambda message: None)
+    say("straight-line numeric stage for the default partition")
+    numeric = NumericStage(emitter, kinematic_identity)
     context = dict(
         name=d.name,
         NAME=d.name.upper(),
@@ -181,6 +213,9 @@ def emit(derivation, progress=None):
         q_names=d.q_names, u_names=d.u_names, r_names=d.r_names, p_names=d.p_names,
         parameter_values=[repr(float(v)) for v in d.parameter_values],
         dependent_q=d.dependent_q, dependent_u=d.dependent_u,
+        independent_q=numeric.independent_q, independent_u=numeric.independent_u,
+        fast_qd_code=numeric.qd_code, fast_ud_code=numeric.ud_code,
+        fast_rest_code=numeric.rest_code, fast_rates_code=numeric.rates_code,
         c_string=_c_string,
         operation_count=emitter.operation_count,
         kinematic_identity=kinematic_identity,
@@ -188,8 +223,14 @@ def emit(derivation, progress=None):
         check_code=emitter.stages(["residuals"], workspace)[0],
         configuration_code=emitter.stages(["configuration"], workspace)[0],
         velocity_code=emitter.stages(["velocity"], workspace)[0],
-        rates_code=emitter.stages(["kinematics", "dynamics"], workspace),
-        linearize_code=emitter.stages(["residuals", "kinematics", "dynamics", "jacobians"], workspace),
+        rates_code=emitter.stages(["kinematics", "dynamics"], workspace, fill=False),
+        linearize_code=emitter.stages(["residuals", "kinematics", "dynamics", "jacobians"], workspace,
+                                      fill=False),
+        zero_tables=emitter.zero_tables(),
+        zero_residuals=emitter.zero_fill(["residuals"], workspace),
+        zero_kinematics=emitter.zero_fill(["kinematics"], workspace),
+        zero_dynamics=emitter.zero_fill(["dynamics"], workspace),
+        zero_jacobians=emitter.zero_fill(["jacobians"], workspace),
     )
     env = environment()
     files = {

@@ -22,6 +22,9 @@
 #define NX DISK_NX
 /* M_qq = d f_k/d qd is the identity matrix (qd = u form): no solve needed */
 #define M_QQ_IS_IDENTITY 0
+#define SINGULAR_RTOL DISK_SINGULAR_RTOL
+#define PIVOT_TAU DISK_PIVOT_TAU
+#define NONFINITE_RESULT DISK_ERR_NONFINITE_RESULT
 
 const char *const disk_q_names[NQ + 1] = { "q1", "q2", "q3", "q4", "q5", "q6", 0 };
 const char *const disk_u_names[NU + 1] = { "u1", "u2", "u3", "u4", "u5", "u6", 0 };
@@ -30,6 +33,21 @@ const char *const disk_p_names[NP + 1] = { "m", "r", "g", 0 };
 const double disk_default_parameters[NP + 1] = { 1.0, 1.0, 1.0, 0.0 };
 const int disk_default_dependent_q[NC + 1] = { 5, -1 };
 const int disk_default_dependent_u[NV + 1] = { 3, 4, 5, -1 };
+static const int default_independent_q[NQI + 1] = { 0, 1, 2, 3, 4, -1 };
+static const int default_independent_u[NUI + 1] = { 0, 1, 2, -1 };
+
+/* Positions of the structural zeros of the sparse blocks. */
+static const int zeros_J_c[4] = { 0, 2, 3, 4 };
+static const int zeros_B_v[12] = { 0, 2, 4, 5, 7, 8, 9, 11, 12, 14, 15, 16 };
+static const int zeros_J_vq[16] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17 };
+static const int zeros_M_qq[29] = { 0, 2, 3, 4, 5, 7, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 22, 23, 24, 25, 26, 27, 29, 30, 31, 32, 33, 34 };
+static const int zeros_M_uu[24] = { 0, 2, 4, 5, 7, 8, 9, 11, 12, 14, 15, 16, 19, 20, 21, 23, 24, 26, 28, 30, 31, 33, 34, 35 };
+static const int zeros_speed_residual[1] = { 1 };
+static const int zeros_A_qq[29] = { 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 14, 15, 16, 17, 20, 21, 22, 23, 26, 27, 28, 29, 30, 32, 33, 34, 35 };
+static const int zeros_A_qu[28] = { 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 15, 16, 17, 20, 21, 22, 23, 26, 27, 28, 29, 31, 32, 33, 34, 35 };
+static const int zeros_M_uq[34] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35 };
+static const int zeros_A_uq[29] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18, 21, 22, 23, 24, 25, 27, 28, 29, 30, 33, 34, 35 };
+static const int zeros_A_uu[21] = { 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 22, 24, 33, 34, 35 };
 
 /* ---- small dense linear algebra on row-major arrays ---------------------- */
 
@@ -39,11 +57,26 @@ static void fill_zero(double *a, int count)
     for (i = 0; i < count; ++i) a[i] = 0.0;
 }
 
+/* 1 if no entry is NaN or +-Inf: x * 0 is 0 for finite x and NaN otherwise
+   (exact IEEE arithmetic; do not build with -ffast-math). Branch-free. */
 static int all_finite(const double *a, int count)
 {
+    double s0 = 0.0, s1 = 0.0;
     int i;
-    for (i = 0; i < count; ++i) if (!isfinite(a[i])) return 0;
-    return 1;
+    for (i = 0; i + 1 < count; i += 2) {
+        s0 += a[i] * 0.0;
+        s1 += a[i + 1] * 0.0;
+    }
+    if (i < count) s0 += a[i] * 0.0;
+    return s0 + s1 == 0.0;
+}
+
+/* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
+   non-zeros were written by straight-line code. */
+static void zero_at(double *a, const int *index, int count)
+{
+    int k;
+    for (k = 0; k < count; ++k) a[index[k]] = 0.0;
 }
 
 static double norm_inf(const double *a, int count)
@@ -73,7 +106,7 @@ static void multiply_add(int n, int k, int m, double alpha, const double *a, int
    absolute entry of a (the matrix is singular to working accuracy), else 0. */
 static int lu_factor(int n, double *a, int *pivot)
 {
-    const double threshold = DISK_SINGULAR_RTOL * norm_inf(a, n * n);
+    const double threshold = SINGULAR_RTOL * norm_inf(a, n * n);
     int i, j, k;
     for (k = 0; k < n; ++k) {
         int row = k;
@@ -139,10 +172,15 @@ static void lu_solve(int n, const double *lu, const int *pivot, double *b, int m
 /* Dependent indices (given, or the default) and their complement in ascending
    order. Returns DISK_ERR_BAD_PARTITION for an index out of range or repeated. */
 static int make_partition(int count, int dependent_count, const int *given, const int *fallback,
-                          int *dependent, int *independent)
+                          const int *fallback_independent, int *dependent, int *independent)
 {
     const int *source = given ? given : fallback;
     int i, j, k = 0;
+    if (!given) {
+        for (i = 0; i < dependent_count; ++i) dependent[i] = fallback[i];
+        for (i = 0; i < count - dependent_count; ++i) independent[i] = fallback_independent[i];
+        return DISK_OK;
+    }
     for (i = 0; i < dependent_count; ++i) {
         if (source[i] < 0 || source[i] >= count) return DISK_ERR_BAD_PARTITION;
         for (j = 0; j < i; ++j) if (source[j] == source[i]) return DISK_ERR_BAD_PARTITION;
@@ -159,10 +197,10 @@ static int make_partition(int count, int dependent_count, const int *given, cons
 static int set_partition(const int *dependent_q, const int *dependent_u, disk_workspace *w)
 {
     int status = make_partition(NQ, NC, dependent_q, disk_default_dependent_q,
-                                w->dependent_q, w->independent_q);
+                                default_independent_q, w->dependent_q, w->independent_q);
     if (status != DISK_OK) return status;
     return make_partition(NU, NV, dependent_u, disk_default_dependent_u,
-                          w->dependent_u, w->independent_u);
+                          default_independent_u, w->dependent_u, w->independent_u);
 }
 
 static int check_inputs(double t, const double *q, const double *u, const double *r, const double *p)
@@ -321,6 +359,35 @@ static int solve_linear_system(disk_workspace *w)
     return DISK_OK;
 }
 
+/* A and B (independent rows of A' and B' for the workspace's partition), A'
+   and B' to those of the caller's arrays that are not NULL. */
+static void copy_outputs(const disk_workspace *w, double *A, double *B, double *A_full,
+                         double *B_full)
+{
+    int i, j;
+    if (A) {
+        for (i = 0; i < NQI; ++i)
+            for (j = 0; j < NX; ++j) A[i * NX + j] = w->A_full[w->independent_q[i] * NX + j];
+        for (i = 0; i < NUI; ++i)
+            for (j = 0; j < NX; ++j) A[(NQI + i) * NX + j] = w->A_full[(NQ + w->independent_u[i]) * NX + j];
+    }
+    if (B) {
+        for (i = 0; i < NQI; ++i)
+            for (j = 0; j < NR; ++j) B[i * NR + j] = w->B_full[w->independent_q[i] * NR + j];
+        for (i = 0; i < NUI; ++i)
+            for (j = 0; j < NR; ++j) B[(NQI + i) * NR + j] = w->B_full[(NQ + w->independent_u[i]) * NR + j];
+    }
+    if (A_full) for (i = 0; i < (NQ + NU) * NX; ++i) A_full[i] = w->A_full[i];
+    if (B_full) for (i = 0; i < (NQ + NU) * NR; ++i) B_full[i] = w->B_full[i];
+}
+
+static void copy_rates(const disk_workspace *w, double *qdot, double *udot)
+{
+    int i;
+    if (qdot) for (i = 0; i < NQ; ++i) qdot[i] = w->qd[i];
+    if (udot) for (i = 0; i < NU; ++i) udot[i] = w->ud[i];
+}
+
 /* ---- entry points --------------------------------------------------------- */
 
 int disk_linearize(double t, const double *q, const double *u, const double *r,
@@ -330,12 +397,15 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
 {
     const double *qd = w ? w->qd : 0;
     const double *ud = w ? w->ud : 0;
+    int fast_qq = 1, fast_uu = 1;
     int status;
     if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
     status = check_inputs(t, q, u, r, p);
     if (status != DISK_OK) return status;
-    status = set_partition(dependent_q, dependent_u, w);
-    if (status != DISK_OK) return status;
+    if (dependent_q || dependent_u) {
+        status = set_partition(dependent_q, dependent_u, w);
+        if (status != DISK_OK) return status;
+    }
     if (!p) p = disk_default_parameters;
     if (!r) {
         fill_zero(w->r_zero, NR + 1);
@@ -369,7 +439,6 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     const double x17 = u[1]*x14 + x15*x16;
     const double x18 = p[1]*u[1]*x15 - x13*x16;
     const double x19 = x5*x9;
-    fill_zero(w->M_qq, 36);
     w->M_qq[1] = 1;
     w->M_qq[6] = x9;
     w->M_qq[8] = 1;
@@ -383,8 +452,55 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->kinematic_residual[3] = x17;
     w->kinematic_residual[4] = x18;
     w->kinematic_residual[5] = -x19;
-    status = solve_qd(w);
-    if (status != DISK_OK) return status;
+    double scale_qq = 0.0;
+    if (fabs(w->M_qq[12]) > scale_qq) scale_qq = fabs(w->M_qq[12]);
+    if (fabs(w->M_qq[1]) > scale_qq) scale_qq = fabs(w->M_qq[1]);
+    if (fabs(w->M_qq[6]) > scale_qq) scale_qq = fabs(w->M_qq[6]);
+    if (fabs(w->M_qq[8]) > scale_qq) scale_qq = fabs(w->M_qq[8]);
+    if (fabs(w->M_qq[21]) > scale_qq) scale_qq = fabs(w->M_qq[21]);
+    if (fabs(w->M_qq[28]) > scale_qq) scale_qq = fabs(w->M_qq[28]);
+    if (fabs(w->M_qq[35]) > scale_qq) scale_qq = fabs(w->M_qq[35]);
+    if (!(fabs(w->M_qq[12]) > SINGULAR_RTOL * scale_qq && fabs(w->M_qq[12]) >= PIVOT_TAU * fabs(w->M_qq[6]))) fast_qq = 0;
+    const double v0 = 1.0 / w->M_qq[12];
+    const double v1 = w->M_qq[6] * v0;
+    if (!(fabs(w->M_qq[1]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v2 = 1.0 / w->M_qq[1];
+    if (!(fabs(w->M_qq[8]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v3 = 1.0 / w->M_qq[8];
+    if (!(fabs(w->M_qq[21]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v4 = 1.0 / w->M_qq[21];
+    if (!(fabs(w->M_qq[28]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v5 = 1.0 / w->M_qq[28];
+    if (!(fabs(w->M_qq[35]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v6 = 1.0 / w->M_qq[35];
+    const double v7 = -w->kinematic_residual[0];
+    const double v8 = -w->kinematic_residual[1];
+    const double v9 = -w->kinematic_residual[2];
+    const double v10 = -w->kinematic_residual[3];
+    const double v11 = -w->kinematic_residual[4];
+    const double v12 = -w->kinematic_residual[5];
+    const double v13 = v8 - v1 * v9;
+    const double v14 = v12 * v6;
+    const double v15 = v11 * v5;
+    const double v16 = v10 * v4;
+    const double v17 = v13 * v3;
+    const double v18 = v7 * v2;
+    const double v19 = v9 * v0;
+    if (fast_qq) {
+        w->qd[0] = v19;
+        w->qd[1] = v18;
+        w->qd[2] = v17;
+        w->qd[3] = v16;
+        w->qd[4] = v15;
+        w->qd[5] = v14;
+    }
+    if (!fast_qq) {
+        zero_at(w->M_qq, zeros_M_qq, 29);
+        status = solve_qd(w);
+        if (status != DISK_OK) return status;
+    } else if (!all_finite(w->qd, NQ)) {
+        return DISK_ERR_NONFINITE_RESULT;
+    }
 
     /* dynamics: [M_uuc; M_uud] ud* = -[f_a; f_d](q, qd*, u, ud = 0, r, t) */
     const double x11 = -p[1];
@@ -422,7 +538,6 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     const double x51 = p[0]*(-u[1]*u[3] + u[4]*x35);
     const double x52 = x48*x6;
     const double x53 = x2*x45;
-    fill_zero(w->M_uu, 36);
     w->M_uu[1] = x3;
     w->M_uu[3] = 1;
     w->M_uu[6] = x11;
@@ -435,14 +550,79 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->M_uu[27] = x28;
     w->M_uu[29] = x29;
     w->M_uu[32] = x25;
-    fill_zero(w->speed_residual, 6);
     w->speed_residual[0] = -x30;
     w->speed_residual[2] = x31;
     w->speed_residual[3] = p[0]*p[1]*p[2]*x9 - x26*(u[3]*x33 - u[5]*x35) - x49;
     w->speed_residual[4] = x3*x50 + x51*x7;
     w->speed_residual[5] = x52 - x53;
-    status = solve_ud(w);
-    if (status != DISK_OK) return status;
+    double scale_uu = 0.0;
+    if (fabs(w->M_uu[6]) > scale_uu) scale_uu = fabs(w->M_uu[6]);
+    if (fabs(w->M_uu[10]) > scale_uu) scale_uu = fabs(w->M_uu[10]);
+    if (fabs(w->M_uu[1]) > scale_uu) scale_uu = fabs(w->M_uu[1]);
+    if (fabs(w->M_uu[3]) > scale_uu) scale_uu = fabs(w->M_uu[3]);
+    if (fabs(w->M_uu[32]) > scale_uu) scale_uu = fabs(w->M_uu[32]);
+    if (fabs(w->M_uu[25]) > scale_uu) scale_uu = fabs(w->M_uu[25]);
+    if (fabs(w->M_uu[27]) > scale_uu) scale_uu = fabs(w->M_uu[27]);
+    if (fabs(w->M_uu[29]) > scale_uu) scale_uu = fabs(w->M_uu[29]);
+    if (fabs(w->M_uu[18]) > scale_uu) scale_uu = fabs(w->M_uu[18]);
+    if (fabs(w->M_uu[22]) > scale_uu) scale_uu = fabs(w->M_uu[22]);
+    if (fabs(w->M_uu[13]) > scale_uu) scale_uu = fabs(w->M_uu[13]);
+    if (fabs(w->M_uu[17]) > scale_uu) scale_uu = fabs(w->M_uu[17]);
+    if (!(fabs(w->M_uu[6]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[6]) >= PIVOT_TAU * fabs(w->M_uu[18]))) fast_uu = 0;
+    const double v20 = 1.0 / w->M_uu[6];
+    const double v21 = w->M_uu[18] * v20;
+    const double v22 = w->M_uu[22] - v21 * w->M_uu[10];
+    if (!(fabs(w->M_uu[1]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[25]) && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[13]))) fast_uu = 0;
+    const double v23 = 1.0 / w->M_uu[1];
+    const double v24 = w->M_uu[25] * v23;
+    const double v25 = w->M_uu[27] - v24 * w->M_uu[3];
+    const double v26 = w->M_uu[13] * v23;
+    const double v27 = v26 * w->M_uu[3];
+    const double v28 = -v27;
+    if (!(fabs(w->M_uu[32]) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
+    const double v29 = 1.0 / w->M_uu[32];
+    if (!(fabs(v25) > SINGULAR_RTOL * scale_uu && fabs(v25) >= PIVOT_TAU * fabs(v28))) fast_uu = 0;
+    const double v30 = 1.0 / v25;
+    const double v31 = v28 * v30;
+    const double v32 = w->M_uu[17] - v31 * w->M_uu[29];
+    if (!(fabs(v22) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
+    const double v33 = 1.0 / v22;
+    if (!(fabs(v32) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
+    const double v34 = 1.0 / v32;
+    const double v35 = -w->speed_residual[0];
+    const double v36 = -w->speed_residual[2];
+    const double v37 = -w->speed_residual[3];
+    const double v38 = -w->speed_residual[4];
+    const double v39 = -w->speed_residual[5];
+    const double v40 = v38 - v24 * v35;
+    const double v41 = v36 - v26 * v35;
+    const double v42 = v41 - v31 * v40;
+    const double v43 = v42 * v34;
+    const double v44 = v37 * v33;
+    const double v45 = v40 - w->M_uu[29] * v43;
+    const double v46 = v45 * v30;
+    const double v47 = v39 * v29;
+    const double v48 = v35 - w->M_uu[3] * v46;
+    const double v49 = v48 * v23;
+    const double v50 = w->M_uu[10] * v44;
+    const double v51 = -v50;
+    const double v52 = v51 * v20;
+    if (fast_uu) {
+        w->ud[0] = v52;
+        w->ud[1] = v49;
+        w->ud[2] = v47;
+        w->ud[3] = v46;
+        w->ud[4] = v44;
+        w->ud[5] = v43;
+    }
+    if (!fast_uu) {
+        zero_at(w->M_uu, zeros_M_uu, 24);
+        zero_at(w->speed_residual, zeros_speed_residual, 1);
+        status = solve_ud(w);
+        if (status != DISK_OK) return status;
+    } else if (!all_finite(w->ud, NU)) {
+        return DISK_ERR_NONFINITE_RESULT;
+    }
 
     /* Jacobian blocks at (q, qd*, u, ud*, r, t) */
     const double x10 = p[1]*x9;
@@ -467,20 +647,16 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     const double x71 = (1.0/4.0)*p[0]*x21*(x2*x70 + x32*x40) - x66;
     const double x72 = (1.0/4.0)*p[0]*x21*(-x34*x40 + x6*x70) - x63;
     const double x73 = u[4]*x26;
-    fill_zero(w->J_c, 6);
     w->J_c[1] = -x10;
     w->J_c[5] = 1;
-    fill_zero(w->J_vq, 18);
     w->J_vq[2] = x12;
     w->J_vq[14] = x4;
-    fill_zero(w->B_v, 18);
     w->B_v[1] = x3;
     w->B_v[3] = 1;
     w->B_v[6] = x11;
     w->B_v[10] = 1;
     w->B_v[13] = x7;
     w->B_v[17] = 1;
-    fill_zero(w->A_qq, 36);
     w->A_qq[7] = -qd[0]*x0;
     w->A_qq[13] = qd[0]*x9;
     w->A_qq[18] = x18;
@@ -488,7 +664,6 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->A_qq[24] = -x17;
     w->A_qq[25] = -x13*x19;
     w->A_qq[31] = x16;
-    fill_zero(w->A_qu, 36);
     w->A_qu[0] = 1;
     w->A_qu[7] = 1;
     w->A_qu[14] = 1;
@@ -497,10 +672,8 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->A_qu[24] = x1*x13;
     w->A_qu[25] = -p[1]*x15;
     w->A_qu[30] = x10;
-    fill_zero(w->M_uq, 36);
     w->M_uq[2] = x12;
     w->M_uq[14] = x4;
-    fill_zero(w->A_uq, 36);
     w->A_uq[2] = ud[1]*x7 + x31;
     w->A_uq[14] = -ud[1]*x3 + x30;
     w->A_uq[19] = -p[0]*p[2]*x1 + x2*x58 + x57*x6;
@@ -508,7 +681,6 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->A_uq[26] = p[0]*p[1]*u[4]*x2*x35 + p[1]*x2*(-p[0]*ud[5] - x51) - u[4]*x29*x59 - x7*(-p[0]*ud[3] - x50);
     w->A_uq[31] = x2*x57 - x58*x6;
     w->A_uq[32] = x2*x61 - x49 - x6*x62;
-    fill_zero(w->A_uu, 36);
     w->A_uu[1] = qd[2]*x7;
     w->A_uu[13] = -qd[2]*x3;
     w->A_uu[18] = x2*x65 + x26*(u[3]*x6 - u[5]*x2) + x6*x67;
@@ -524,32 +696,329 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->A_uu[30] = x2*x67 - x6*x65;
     w->A_uu[31] = x2*x68 - x6*x69;
     w->A_uu[32] = x2*x72 - x6*x71;
-    status = solve_linear_system(w);
-    if (status != DISK_OK) return status;
-
     {
-        int i, j;
-        for (j = 0; j < NX; ++j) {
-            for (i = 0; i < NQI; ++i) {
-                if (A) A[i * NX + j] = w->A_full[w->independent_q[i] * NX + j];
+        /* straight-line code for the default partition; else the general path */
+        int fast_rest = !dependent_q && !dependent_u && fast_qq && fast_uu;
+        if (fast_rest) {
+            double scale_c = 0.0;
+            if (fabs(w->J_c[5]) > scale_c) scale_c = fabs(w->J_c[5]);
+            if (!(fabs(w->J_c[5]) > SINGULAR_RTOL * scale_c)) fast_rest = 0;
+            double scale_v = 0.0;
+            if (fabs(w->B_v[3]) > scale_v) scale_v = fabs(w->B_v[3]);
+            if (fabs(w->B_v[10]) > scale_v) scale_v = fabs(w->B_v[10]);
+            if (fabs(w->B_v[17]) > scale_v) scale_v = fabs(w->B_v[17]);
+            if (!(fabs(w->B_v[3]) > SINGULAR_RTOL * scale_v)) fast_rest = 0;
+            const double v55 = 1.0 / w->B_v[3];
+            if (!(fabs(w->B_v[10]) > SINGULAR_RTOL * scale_v)) fast_rest = 0;
+            const double v56 = 1.0 / w->B_v[10];
+            if (!(fabs(w->B_v[17]) > SINGULAR_RTOL * scale_v)) fast_rest = 0;
+            const double v57 = 1.0 / w->B_v[17];
+            const double v58 = w->J_vq[14] * v57;
+            const double v59 = w->B_v[13] * v57;
+            const double v60 = w->B_v[6] * v56;
+            const double v61 = w->J_vq[2] * v55;
+            const double v62 = w->B_v[1] * v55;
+            const double v63 = w->A_uq[20] - w->A_uu[21] * v61;
+            const double v64 = v63 - w->A_uu[23] * v58;
+            const double v65 = w->A_uq[26] - w->A_uu[27] * v61;
+            const double v66 = v65 - w->A_uu[29] * v58;
+            const double v67 = w->A_uu[19] - w->A_uu[21] * v62;
+            const double v68 = v67 - w->A_uu[23] * v59;
+            const double v69 = w->A_uu[25] - w->A_uu[27] * v62;
+            const double v70 = w->A_uu[28] * v60;
+            const double v71 = -v70;
+            const double v72 = v69 - w->A_uu[29] * v59;
+            const double v73 = w->A_qq[7] - v1 * w->A_qq[13];
+            const double v74 = v1 * w->A_qu[14];
+            const double v75 = -v74;
+            const double v76 = w->A_qq[31] * v6;
+            const double v77 = w->A_qu[30] * v6;
+            const double v78 = w->A_qq[24] * v5;
+            const double v79 = w->A_qq[25] * v5;
+            const double v80 = w->A_qu[24] * v5;
+            const double v81 = w->A_qu[25] * v5;
+            const double v82 = w->A_qq[18] * v4;
+            const double v83 = w->A_qq[19] * v4;
+            const double v84 = w->A_qu[18] * v4;
+            const double v85 = w->A_qu[19] * v4;
+            const double v86 = v73 * v3;
+            const double v87 = w->A_qu[7] * v3;
+            const double v88 = v75 * v3;
+            const double v89 = w->A_qu[0] * v2;
+            const double v90 = w->A_qq[13] * v0;
+            const double v91 = w->A_qu[14] * v0;
+            const double v92 = w->M_uq[2] * v86;
+            const double v93 = -v92;
+            const double v94 = w->A_uu[1] - w->M_uq[2] * v87;
+            const double v95 = w->M_uq[2] * v88;
+            const double v96 = -v95;
+            const double v97 = w->M_uq[14] * v86;
+            const double v98 = -v97;
+            const double v99 = w->A_uu[13] - w->M_uq[14] * v87;
+            const double v100 = w->M_uq[14] * v88;
+            const double v101 = -v100;
+            const double v102 = v24 * v93;
+            const double v103 = -v102;
+            const double v104 = v66 - v24 * w->A_uq[2];
+            const double v105 = v72 - v24 * v94;
+            const double v106 = w->A_uu[26] - v24 * v96;
+            const double v107 = v98 - v26 * v93;
+            const double v108 = w->A_uq[14] - v26 * w->A_uq[2];
+            const double v109 = v99 - v26 * v94;
+            const double v110 = v101 - v26 * v96;
+            const double v111 = v107 - v31 * v103;
+            const double v112 = v108 - v31 * v104;
+            const double v113 = v31 * v71;
+            const double v114 = -v113;
+            const double v115 = v109 - v31 * v105;
+            const double v116 = v110 - v31 * v106;
+            const double v117 = v111 * v34;
+            const double v118 = v112 * v34;
+            const double v119 = v114 * v34;
+            const double v120 = v115 * v34;
+            const double v121 = v116 * v34;
+            const double v122 = w->A_uq[19] * v33;
+            const double v123 = v64 * v33;
+            const double v124 = w->A_uu[18] * v33;
+            const double v125 = v68 * v33;
+            const double v126 = w->A_uu[20] * v33;
+            const double v127 = v103 - w->M_uu[29] * v117;
+            const double v128 = v104 - w->M_uu[29] * v118;
+            const double v129 = v71 - w->M_uu[29] * v119;
+            const double v130 = v105 - w->M_uu[29] * v120;
+            const double v131 = v106 - w->M_uu[29] * v121;
+            const double v132 = v127 * v30;
+            const double v133 = v128 * v30;
+            const double v134 = v129 * v30;
+            const double v135 = v130 * v30;
+            const double v136 = v131 * v30;
+            const double v137 = w->A_uq[31] * v29;
+            const double v138 = w->A_uq[32] * v29;
+            const double v139 = w->A_uu[30] * v29;
+            const double v140 = w->A_uu[31] * v29;
+            const double v141 = w->A_uu[32] * v29;
+            const double v142 = v93 - w->M_uu[3] * v132;
+            const double v143 = w->A_uq[2] - w->M_uu[3] * v133;
+            const double v144 = w->M_uu[3] * v134;
+            const double v145 = -v144;
+            const double v146 = v94 - w->M_uu[3] * v135;
+            const double v147 = v96 - w->M_uu[3] * v136;
+            const double v148 = v142 * v23;
+            const double v149 = v143 * v23;
+            const double v150 = v145 * v23;
+            const double v151 = v146 * v23;
+            const double v152 = v147 * v23;
+            const double v153 = w->M_uu[10] * v122;
+            const double v154 = -v153;
+            const double v155 = w->M_uu[10] * v123;
+            const double v156 = -v155;
+            const double v157 = w->M_uu[10] * v124;
+            const double v158 = -v157;
+            const double v159 = w->M_uu[10] * v125;
+            const double v160 = -v159;
+            const double v161 = w->M_uu[10] * v126;
+            const double v162 = -v161;
+            const double v163 = v154 * v20;
+            const double v164 = v156 * v20;
+            const double v165 = v158 * v20;
+            const double v166 = v160 * v20;
+            const double v167 = v162 * v20;
+            if (fast_rest && A) {
+                A[0] = 0.0;
+                A[1] = v90;
+                A[2] = 0.0;
+                A[3] = 0.0;
+                A[4] = 0.0;
+                A[5] = 0.0;
+                A[6] = 0.0;
+                A[7] = v91;
+                A[8] = 0.0;
+                A[9] = 0.0;
+                A[10] = 0.0;
+                A[11] = 0.0;
+                A[12] = 0.0;
+                A[13] = v89;
+                A[14] = 0.0;
+                A[15] = 0.0;
+                A[16] = 0.0;
+                A[17] = v86;
+                A[18] = 0.0;
+                A[19] = 0.0;
+                A[20] = 0.0;
+                A[21] = 0.0;
+                A[22] = v87;
+                A[23] = v88;
+                A[24] = v82;
+                A[25] = v83;
+                A[26] = 0.0;
+                A[27] = 0.0;
+                A[28] = 0.0;
+                A[29] = v84;
+                A[30] = v85;
+                A[31] = 0.0;
+                A[32] = v78;
+                A[33] = v79;
+                A[34] = 0.0;
+                A[35] = 0.0;
+                A[36] = 0.0;
+                A[37] = v80;
+                A[38] = v81;
+                A[39] = 0.0;
+                A[40] = 0.0;
+                A[41] = v163;
+                A[42] = v164;
+                A[43] = 0.0;
+                A[44] = 0.0;
+                A[45] = v165;
+                A[46] = v166;
+                A[47] = v167;
+                A[48] = 0.0;
+                A[49] = v148;
+                A[50] = v149;
+                A[51] = 0.0;
+                A[52] = 0.0;
+                A[53] = v150;
+                A[54] = v151;
+                A[55] = v152;
+                A[56] = 0.0;
+                A[57] = v137;
+                A[58] = v138;
+                A[59] = 0.0;
+                A[60] = 0.0;
+                A[61] = v139;
+                A[62] = v140;
+                A[63] = v141;
+                if (!all_finite(A, 64)) return NONFINITE_RESULT;
             }
-            for (i = 0; i < NUI; ++i) {
-                if (A) A[(NQI + i) * NX + j] = w->A_full[(NQ + w->independent_u[i]) * NX + j];
+            if (fast_rest && A_full) {
+                A_full[0] = 0.0;
+                A_full[1] = v90;
+                A_full[2] = 0.0;
+                A_full[3] = 0.0;
+                A_full[4] = 0.0;
+                A_full[5] = 0.0;
+                A_full[6] = 0.0;
+                A_full[7] = v91;
+                A_full[8] = 0.0;
+                A_full[9] = 0.0;
+                A_full[10] = 0.0;
+                A_full[11] = 0.0;
+                A_full[12] = 0.0;
+                A_full[13] = v89;
+                A_full[14] = 0.0;
+                A_full[15] = 0.0;
+                A_full[16] = 0.0;
+                A_full[17] = v86;
+                A_full[18] = 0.0;
+                A_full[19] = 0.0;
+                A_full[20] = 0.0;
+                A_full[21] = 0.0;
+                A_full[22] = v87;
+                A_full[23] = v88;
+                A_full[24] = v82;
+                A_full[25] = v83;
+                A_full[26] = 0.0;
+                A_full[27] = 0.0;
+                A_full[28] = 0.0;
+                A_full[29] = v84;
+                A_full[30] = v85;
+                A_full[31] = 0.0;
+                A_full[32] = v78;
+                A_full[33] = v79;
+                A_full[34] = 0.0;
+                A_full[35] = 0.0;
+                A_full[36] = 0.0;
+                A_full[37] = v80;
+                A_full[38] = v81;
+                A_full[39] = 0.0;
+                A_full[40] = 0.0;
+                A_full[41] = v76;
+                A_full[42] = 0.0;
+                A_full[43] = 0.0;
+                A_full[44] = 0.0;
+                A_full[45] = v77;
+                A_full[46] = 0.0;
+                A_full[47] = 0.0;
+                A_full[48] = 0.0;
+                A_full[49] = v163;
+                A_full[50] = v164;
+                A_full[51] = 0.0;
+                A_full[52] = 0.0;
+                A_full[53] = v165;
+                A_full[54] = v166;
+                A_full[55] = v167;
+                A_full[56] = 0.0;
+                A_full[57] = v148;
+                A_full[58] = v149;
+                A_full[59] = 0.0;
+                A_full[60] = 0.0;
+                A_full[61] = v150;
+                A_full[62] = v151;
+                A_full[63] = v152;
+                A_full[64] = 0.0;
+                A_full[65] = v137;
+                A_full[66] = v138;
+                A_full[67] = 0.0;
+                A_full[68] = 0.0;
+                A_full[69] = v139;
+                A_full[70] = v140;
+                A_full[71] = v141;
+                A_full[72] = 0.0;
+                A_full[73] = v132;
+                A_full[74] = v133;
+                A_full[75] = 0.0;
+                A_full[76] = 0.0;
+                A_full[77] = v134;
+                A_full[78] = v135;
+                A_full[79] = v136;
+                A_full[80] = 0.0;
+                A_full[81] = v122;
+                A_full[82] = v123;
+                A_full[83] = 0.0;
+                A_full[84] = 0.0;
+                A_full[85] = v124;
+                A_full[86] = v125;
+                A_full[87] = v126;
+                A_full[88] = 0.0;
+                A_full[89] = v117;
+                A_full[90] = v118;
+                A_full[91] = 0.0;
+                A_full[92] = 0.0;
+                A_full[93] = v119;
+                A_full[94] = v120;
+                A_full[95] = v121;
+                if (!all_finite(A_full, 96)) return NONFINITE_RESULT;
             }
         }
-        for (j = 0; j < NR; ++j) {
-            for (i = 0; i < NQI; ++i) {
-                if (B) B[i * NR + j] = w->B_full[w->independent_q[i] * NR + j];
+        if (!fast_rest) {
+            /* the general path needs the partition, the dense blocks, and M_qq and
+               M_uu factorized in place */
+            if (!dependent_q && !dependent_u) set_partition(0, 0, w);
+#if !M_QQ_IS_IDENTITY
+            if (fast_qq) {
+                zero_at(w->M_qq, zeros_M_qq, 29);
+                if (lu_factor(NQ, w->M_qq, w->pivot_q)) return DISK_ERR_SINGULAR_M_QQ;
             }
-            for (i = 0; i < NUI; ++i) {
-                if (B) B[(NQI + i) * NR + j] = w->B_full[(NQ + w->independent_u[i]) * NR + j];
+#endif
+            if (fast_uu) {
+                zero_at(w->M_uu, zeros_M_uu, 24);
+                zero_at(w->speed_residual, zeros_speed_residual, 1);
+                if (lu_factor(NU, w->M_uu, w->pivot_u)) return DISK_ERR_SINGULAR_M_UU;
             }
+            zero_at(w->J_c, zeros_J_c, 4);
+            zero_at(w->J_vq, zeros_J_vq, 16);
+            zero_at(w->B_v, zeros_B_v, 12);
+            zero_at(w->A_qq, zeros_A_qq, 29);
+            zero_at(w->A_qu, zeros_A_qu, 28);
+            zero_at(w->M_uq, zeros_M_uq, 34);
+            zero_at(w->A_uq, zeros_A_uq, 29);
+            zero_at(w->A_uu, zeros_A_uu, 21);
+            status = solve_linear_system(w);
+            if (status != DISK_OK) return status;
+            copy_outputs(w, A, B, A_full, B_full);
         }
-        for (i = 0; i < (NQ + NU) * NX; ++i) if (A_full) A_full[i] = w->A_full[i];
-        for (i = 0; i < (NQ + NU) * NR; ++i) if (B_full) B_full[i] = w->B_full[i];
-        for (i = 0; i < NQ; ++i) if (qdot) qdot[i] = w->qd[i];
-        for (i = 0; i < NU; ++i) if (udot) udot[i] = w->ud[i];
     }
+    copy_rates(w, qdot, udot);
     return DISK_OK;
 }
 
@@ -557,8 +1026,8 @@ int disk_state_derivative(double t, const double *q, const double *u, const doub
         const double *p, double *qdot, double *udot, disk_workspace *w)
 {
     const double *qd = w ? w->qd : 0;
+    int fast_qq = 1, fast_uu = 1;
     int status;
-    int i;
     if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
     status = check_inputs(t, q, u, r, p);
     if (status != DISK_OK) return status;
@@ -580,7 +1049,6 @@ int disk_state_derivative(double t, const double *q, const double *u, const doub
     const double x17 = u[1]*x14 + x15*x16;
     const double x18 = p[1]*u[1]*x15 - x13*x16;
     const double x19 = x5*x9;
-    fill_zero(w->M_qq, 36);
     w->M_qq[1] = 1;
     w->M_qq[6] = x9;
     w->M_qq[8] = 1;
@@ -594,8 +1062,53 @@ int disk_state_derivative(double t, const double *q, const double *u, const doub
     w->kinematic_residual[3] = x17;
     w->kinematic_residual[4] = x18;
     w->kinematic_residual[5] = -x19;
-    status = solve_qd(w);
-    if (status != DISK_OK) return status;
+    double scale_qq = 0.0;
+    if (fabs(w->M_qq[12]) > scale_qq) scale_qq = fabs(w->M_qq[12]);
+    if (fabs(w->M_qq[1]) > scale_qq) scale_qq = fabs(w->M_qq[1]);
+    if (fabs(w->M_qq[6]) > scale_qq) scale_qq = fabs(w->M_qq[6]);
+    if (fabs(w->M_qq[8]) > scale_qq) scale_qq = fabs(w->M_qq[8]);
+    if (fabs(w->M_qq[21]) > scale_qq) scale_qq = fabs(w->M_qq[21]);
+    if (fabs(w->M_qq[28]) > scale_qq) scale_qq = fabs(w->M_qq[28]);
+    if (fabs(w->M_qq[35]) > scale_qq) scale_qq = fabs(w->M_qq[35]);
+    if (!(fabs(w->M_qq[12]) > SINGULAR_RTOL * scale_qq && fabs(w->M_qq[12]) >= PIVOT_TAU * fabs(w->M_qq[6]))) fast_qq = 0;
+    const double v0 = 1.0 / w->M_qq[12];
+    const double v1 = w->M_qq[6] * v0;
+    if (!(fabs(w->M_qq[1]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v2 = 1.0 / w->M_qq[1];
+    if (!(fabs(w->M_qq[8]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v3 = 1.0 / w->M_qq[8];
+    if (!(fabs(w->M_qq[21]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v4 = 1.0 / w->M_qq[21];
+    if (!(fabs(w->M_qq[28]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v5 = 1.0 / w->M_qq[28];
+    if (!(fabs(w->M_qq[35]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
+    const double v6 = 1.0 / w->M_qq[35];
+    const double v7 = -w->kinematic_residual[0];
+    const double v8 = -w->kinematic_residual[1];
+    const double v9 = -w->kinematic_residual[2];
+    const double v10 = -w->kinematic_residual[3];
+    const double v11 = -w->kinematic_residual[4];
+    const double v12 = -w->kinematic_residual[5];
+    const double v13 = v8 - v1 * v9;
+    const double v14 = v12 * v6;
+    const double v15 = v11 * v5;
+    const double v16 = v10 * v4;
+    const double v17 = v13 * v3;
+    const double v18 = v7 * v2;
+    const double v19 = v9 * v0;
+    if (fast_qq) {
+        w->qd[0] = v19;
+        w->qd[1] = v18;
+        w->qd[2] = v17;
+        w->qd[3] = v16;
+        w->qd[4] = v15;
+        w->qd[5] = v14;
+    }
+    if (!fast_qq) {
+        zero_at(w->M_qq, zeros_M_qq, 29);
+        status = solve_qd(w);
+        if (status != DISK_OK) return status;
+    }
     const double x2 = cos(q[2]);
     const double x3 = p[1]*x2;
     const double x4 = u[1]*x3;
@@ -637,7 +1150,6 @@ int disk_state_derivative(double t, const double *q, const double *u, const doub
     const double x51 = p[0]*(-u[1]*u[3] + u[4]*x35);
     const double x52 = x48*x6;
     const double x53 = x2*x45;
-    fill_zero(w->M_uu, 36);
     w->M_uu[1] = x3;
     w->M_uu[3] = 1;
     w->M_uu[6] = x11;
@@ -650,16 +1162,79 @@ int disk_state_derivative(double t, const double *q, const double *u, const doub
     w->M_uu[27] = x28;
     w->M_uu[29] = x29;
     w->M_uu[32] = x25;
-    fill_zero(w->speed_residual, 6);
     w->speed_residual[0] = -x30;
     w->speed_residual[2] = x31;
     w->speed_residual[3] = p[0]*p[1]*p[2]*x9 - x26*(u[3]*x33 - u[5]*x35) - x49;
     w->speed_residual[4] = x3*x50 + x51*x7;
     w->speed_residual[5] = x52 - x53;
-    status = solve_ud(w);
-    if (status != DISK_OK) return status;
-    for (i = 0; i < NQ; ++i) if (qdot) qdot[i] = w->qd[i];
-    for (i = 0; i < NU; ++i) if (udot) udot[i] = w->ud[i];
+    double scale_uu = 0.0;
+    if (fabs(w->M_uu[6]) > scale_uu) scale_uu = fabs(w->M_uu[6]);
+    if (fabs(w->M_uu[10]) > scale_uu) scale_uu = fabs(w->M_uu[10]);
+    if (fabs(w->M_uu[1]) > scale_uu) scale_uu = fabs(w->M_uu[1]);
+    if (fabs(w->M_uu[3]) > scale_uu) scale_uu = fabs(w->M_uu[3]);
+    if (fabs(w->M_uu[32]) > scale_uu) scale_uu = fabs(w->M_uu[32]);
+    if (fabs(w->M_uu[25]) > scale_uu) scale_uu = fabs(w->M_uu[25]);
+    if (fabs(w->M_uu[27]) > scale_uu) scale_uu = fabs(w->M_uu[27]);
+    if (fabs(w->M_uu[29]) > scale_uu) scale_uu = fabs(w->M_uu[29]);
+    if (fabs(w->M_uu[18]) > scale_uu) scale_uu = fabs(w->M_uu[18]);
+    if (fabs(w->M_uu[22]) > scale_uu) scale_uu = fabs(w->M_uu[22]);
+    if (fabs(w->M_uu[13]) > scale_uu) scale_uu = fabs(w->M_uu[13]);
+    if (fabs(w->M_uu[17]) > scale_uu) scale_uu = fabs(w->M_uu[17]);
+    if (!(fabs(w->M_uu[6]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[6]) >= PIVOT_TAU * fabs(w->M_uu[18]))) fast_uu = 0;
+    const double v20 = 1.0 / w->M_uu[6];
+    const double v21 = w->M_uu[18] * v20;
+    const double v22 = w->M_uu[22] - v21 * w->M_uu[10];
+    if (!(fabs(w->M_uu[1]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[25]) && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[13]))) fast_uu = 0;
+    const double v23 = 1.0 / w->M_uu[1];
+    const double v24 = w->M_uu[25] * v23;
+    const double v25 = w->M_uu[27] - v24 * w->M_uu[3];
+    const double v26 = w->M_uu[13] * v23;
+    const double v27 = v26 * w->M_uu[3];
+    const double v28 = -v27;
+    if (!(fabs(w->M_uu[32]) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
+    const double v29 = 1.0 / w->M_uu[32];
+    if (!(fabs(v25) > SINGULAR_RTOL * scale_uu && fabs(v25) >= PIVOT_TAU * fabs(v28))) fast_uu = 0;
+    const double v30 = 1.0 / v25;
+    const double v31 = v28 * v30;
+    const double v32 = w->M_uu[17] - v31 * w->M_uu[29];
+    if (!(fabs(v22) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
+    const double v33 = 1.0 / v22;
+    if (!(fabs(v32) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
+    const double v34 = 1.0 / v32;
+    const double v35 = -w->speed_residual[0];
+    const double v36 = -w->speed_residual[2];
+    const double v37 = -w->speed_residual[3];
+    const double v38 = -w->speed_residual[4];
+    const double v39 = -w->speed_residual[5];
+    const double v40 = v38 - v24 * v35;
+    const double v41 = v36 - v26 * v35;
+    const double v42 = v41 - v31 * v40;
+    const double v43 = v42 * v34;
+    const double v44 = v37 * v33;
+    const double v45 = v40 - w->M_uu[29] * v43;
+    const double v46 = v45 * v30;
+    const double v47 = v39 * v29;
+    const double v48 = v35 - w->M_uu[3] * v46;
+    const double v49 = v48 * v23;
+    const double v50 = w->M_uu[10] * v44;
+    const double v51 = -v50;
+    const double v52 = v51 * v20;
+    if (fast_uu) {
+        w->ud[0] = v52;
+        w->ud[1] = v49;
+        w->ud[2] = v47;
+        w->ud[3] = v46;
+        w->ud[4] = v44;
+        w->ud[5] = v43;
+    }
+    if (!fast_uu) {
+        zero_at(w->M_uu, zeros_M_uu, 24);
+        zero_at(w->speed_residual, zeros_speed_residual, 1);
+        status = solve_ud(w);
+        if (status != DISK_OK) return status;
+    }
+    if (!all_finite(w->qd, NQ) || !all_finite(w->ud, NU)) return DISK_ERR_NONFINITE_RESULT;
+    copy_rates(w, qdot, udot);
     return DISK_OK;
 }
 
@@ -783,3 +1358,6 @@ const char *disk_status_message(int status)
 #undef NUI
 #undef NX
 #undef M_QQ_IS_IDENTITY
+#undef SINGULAR_RTOL
+#undef PIVOT_TAU
+#undef NONFINITE_RESULT

@@ -88,6 +88,18 @@ extern "C" {
 #define DISK_SINGULAR_RTOL 1e-12
 #endif
 
+/* With the default partition, the factorizations run as generated straight-line
+   code with a pivot order fixed at generation time (only the arithmetic the
+   sparsity of the matrices leaves). Each fixed pivot must be at least this
+   fraction of every other candidate in its column (threshold partial pivoting)
+   and pass the SINGULAR_RTOL test; if one does not, the call silently takes the
+   general path (dense LU with partial pivoting), which gives the same result to
+   rounding and reports singular matrices. 1.0 accepts only the pivots partial
+   pivoting would choose. */
+#ifndef DISK_PIVOT_TAU
+#define DISK_PIVOT_TAU 0.1
+#endif
+
 /* Names, in array order, each list terminated by NULL. */
 extern const char *const disk_q_names[DISK_NQ + 1];
 extern const char *const disk_u_names[DISK_NU + 1];
