@@ -19,8 +19,12 @@ setup(
     ],
     extras_require={
         # CSE output (and so the golden files) depends on the SymPy version
-        "test": ["pytest>=7", "scipy", "sympy==1.14.0", "matplotlib"],
+        # dask: the test that sweeps through dask.array; casadi: the peer the
+        # benchmark compares with (its test skips without it)
+        "test": ["pytest>=7", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]", "casadi"],
         # the PNG of `python -m codegen sweep`
         "plot": ["matplotlib"],
+        # python -m codegen bench: CasADi, the strongest peer
+        "bench": ["casadi", "matplotlib"],
     },
 )

@@ -10,6 +10,9 @@ NumPy, so loading a generated module does not load SymPy.
 from __future__ import annotations
 
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -41,6 +44,51 @@ _EXCEPTION = {
     NONFINITE_RESULT: EvaluationError,
     NO_CONVERGENCE: ConvergenceError,
 }
+
+
+# Batches at least this large are split across threads (the C kernels run
+# without the GIL and are reentrant with one workspace per call).
+PARALLEL_THRESHOLD = 2048
+_CORES = os.cpu_count() or 1
+_pool_lock = threading.Lock()
+_pool = None
+
+
+def _executor():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_CORES,
+                                       thread_name_prefix="codegen-batch")
+        return _pool
+
+
+def run_batch(function, n, inputs, options, outputs, threads=None):
+    """``function(n, *inputs, *options, *outputs)`` -> (status, index), split
+    into contiguous chunks of points run concurrently when the batch is large.
+
+    ``inputs`` and ``outputs`` hold one row per point (or, for inputs, one shared
+    row); ``threads`` defaults to the number of cores. Returns the status of the
+    first failing point in batch order and its index."""
+    threads = _CORES if threads is None else max(1, int(threads))
+    if threads == 1 or n < PARALLEL_THRESHOLD:
+        return function(n, *inputs, *options, *outputs)
+    bounds = np.linspace(0, n, threads + 1).astype(int)
+    chunks = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def rows(array, start, stop):
+        return array if array is None or array.shape[0] == 1 else array[start:stop]
+
+    def part(chunk):
+        start, stop = chunk
+        return function(stop - start, *[rows(a, start, stop) for a in inputs], *options,
+                        *[rows(a, start, stop) for a in outputs])
+
+    results = list(_executor().map(part, chunks))
+    for (start, stop), (status, index) in zip(chunks, results):
+        if status != OK:
+            return status, start + index
+    return OK, n
 
 
 class _Batch:
@@ -231,26 +279,35 @@ class CompiledModel:
 
     # -- public functions -------------------------------------------------------
     def linearize(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
-                  tol=1e-8):
+                  tol=1e-8, threads=None):
         """``(A, B)`` of ``d x/dt = A x + B r`` for the independent states x = [q_i, u_i].
 
         q, u, r, p may carry leading batch dimensions (broadcast together with
         t); p may be a dict of parameter values by name (others default).
         ``dependent_q``/``dependent_u`` choose the partition (indices or names).
         The point must satisfy the constraints to ``tol`` (max-norm); pass
-        ``tol=None`` to skip that check.
+        ``tol=None`` to skip that check. Batches of at least
+        ``PARALLEL_THRESHOLD`` points run on ``threads`` threads (default: all
+        cores).
         """
-        A, B, _, _ = self._linearize(q, u, r, p, t, dependent_q, dependent_u, tol, full=False)
+        if dependent_q is None and dependent_u is None and not isinstance(p, dict) \
+                and isinstance(t, (float, int)):
+            # one point, default partition: checked and evaluated in the kernel
+            result = self._kernel.linearize_one(q, u, r, p, float(t), -1.0 if tol is None else float(tol))
+            if result is not None:
+                return result
+        A, B, _, _ = self._linearize(q, u, r, p, t, dependent_q, dependent_u, tol, False, threads)
         return A, B
 
     def linearize_full(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
-                       tol=1e-8):
+                       tol=1e-8, threads=None):
         """``(A', B')``: derivatives of all coordinates and speeds (rows q, then u)
         with respect to the independent states and the inputs."""
-        _, _, A_full, B_full = self._linearize(q, u, r, p, t, dependent_q, dependent_u, tol, full=True)
+        _, _, A_full, B_full = self._linearize(q, u, r, p, t, dependent_q, dependent_u, tol, True,
+                                               threads)
         return A_full, B_full
 
-    def _linearize(self, q, u, r, p, t, dependent_q, dependent_u, tol, full):
+    def _linearize(self, q, u, r, p, t, dependent_q, dependent_u, tol, full, threads):
         batch = self._batch(q, u, r, p, t)
         dq = self._indices(dependent_q, self.nq, self.nc, self.q_names, "dependent_q")
         du = self._indices(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")
@@ -261,20 +318,22 @@ class CompiledModel:
         B_full = np.empty((n, ns * nr)) if full else None
         tolerance = -1.0 if tol is None else float(tol)
         a = batch.arrays
-        status, index = self._kernel.linearize(n, a["t"], a["q"], a["u"], a["r"], a["p"], dq, du,
-                                               tolerance, A, B, A_full, B_full, None, None)
+        status, index = run_batch(self._kernel.linearize, n,
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (dq, du, tolerance),
+                                  (A, B, A_full, B_full, None, None), threads)
         if status != OK:
             self._raise(status, index, batch, dq, du, tol)
         if full:
             return None, None, batch.reshape(A_full, ns, nx), batch.reshape(B_full, ns, nr)
         return batch.reshape(A, nx, nx), batch.reshape(B, nx, nr), None, None
 
-    def state_derivative(self, q, u, r=None, p=None, t=0.0):
+    def state_derivative(self, q, u, r=None, p=None, t=0.0, *, threads=None):
         """``(qd, ud)``: time derivatives of all coordinates and speeds."""
         batch = self._batch(q, u, r, p, t)
         n, a = batch.size, batch.arrays
         qd, ud = np.empty((n, self.nq)), np.empty((n, self.nu))
-        status, index = self._kernel.state_derivative(n, a["t"], a["q"], a["u"], a["r"], a["p"], qd, ud)
+        status, index = run_batch(self._kernel.state_derivative, n,
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (), (qd, ud), threads)
         if status != OK:
             self._raise(status, index, batch)
         return batch.reshape(qd, self.nq), batch.reshape(ud, self.nu)

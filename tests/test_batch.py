@@ -1,0 +1,65 @@
+"""Batches: the threaded path, the single-point fast path and dask.array
+all give what one call per point gives."""
+
+import numpy as np
+import pytest
+
+from codegen import runtime
+from codegen.errors import ConstraintViolationError
+
+
+@pytest.fixture(scope="module")
+def points(disk):
+    rng = np.random.default_rng(3)
+    n = runtime.PARALLEL_THRESHOLD * 2 + 17
+    return disk.complete(rng.uniform(-1, 1, (n, disk.nq)), rng.uniform(-2, 2, (n, disk.nu)))
+
+
+def test_threaded_batch_equals_serial_batch_and_single_calls(disk, points):
+    q, u = points
+    A_serial, B_serial = disk.linearize(q, u, threads=1)
+    A_threads, B_threads = disk.linearize(q, u, threads=2)
+    assert np.array_equal(A_serial, A_threads) and np.array_equal(B_serial, B_threads)
+    for i in (0, len(q) // 2, len(q) - 1):
+        A, B = disk.linearize(q[i], u[i])           # single-point fast path
+        assert np.array_equal(A, A_serial[i]) and B.shape == B_serial[i].shape
+        A, B = disk.linearize(list(q[i]), list(u[i]))
+        assert np.array_equal(A, A_serial[i])
+    qd1, ud1 = disk.state_derivative(q, u, threads=1)
+    qd2, ud2 = disk.state_derivative(q, u, threads=2)
+    assert np.array_equal(qd1, qd2) and np.array_equal(ud1, ud2)
+
+
+def test_threaded_batch_reports_the_first_bad_point(disk, points):
+    q, u = points
+    q = q.copy()
+    bad = len(q) - 5                                 # in the last chunk
+    q[bad, 5] += 0.1                                 # off the configuration constraint
+    with pytest.raises(ConstraintViolationError, match=rf"batch index \({bad},\)"):
+        disk.linearize(q, u, threads=2)
+
+
+def test_single_point_fast_path_falls_back_for_explanations(disk, points):
+    q, u = points
+    with pytest.raises(ConstraintViolationError, match=r"f_c\[0\]"):
+        disk.linearize(q[0] + np.array([0, 0, 0, 0, 0, 0.5]), u[0])
+
+
+def test_sweep_through_dask_array_matches_direct_calls(disk):
+    da = pytest.importorskip("dask.array")
+    import codegen
+    speeds = np.linspace(0.0, 1.0, 1000)
+    points = [codegen.operating_point("disk", "upright", v=v) for v in speeds]
+    q = np.array([p.q for p in points])
+    u = np.array([p.u for p in points])
+    q_d = da.from_array(q, chunks=(128, disk.nq))
+    u_d = da.from_array(u, chunks=(128, disk.nu))
+    A_d = da.map_blocks(lambda qb, ub: disk.linearize(qb, ub)[0], q_d, u_d,
+                        dtype=float, chunks=(q_d.chunks[0], (disk.nx,), (disk.nx,)), new_axis=2)
+    # eigenvalues per point, computed lazily block by block
+    lam = A_d.map_blocks(np.linalg.eigvals, dtype=complex, drop_axis=2,
+                         chunks=(q_d.chunks[0], (disk.nx,)))
+    A_direct, _ = disk.linearize(q, u)
+    np.testing.assert_array_equal(A_d.compute(), A_direct)
+    growth = lam.real.max(axis=1).compute()
+    np.testing.assert_allclose(growth, np.linalg.eigvals(A_direct).real.max(axis=1), atol=1e-12)
