@@ -92,15 +92,15 @@ def build_function(derivation, name="casadi_lin"):
 
     b = d.blocks
     zero_rates = dict(base)
-    zero_rates.update({s: casadi.SX(0) for s in d.qd + d.ud})
+    zero_rates.update({s: casadi.SX(0) for s in d.qd + d.ud + d.lam})
     M_qq = matrix(b["M_qq"], zero_rates)
     qd = casadi.solve(M_qq, -matrix(b["kinematic_residual"], zero_rates))
     with_qd = dict(zero_rates)
     with_qd.update({s: qd[i] for i, s in enumerate(d.qd)})
     M_uu = matrix(b["M_uu"], with_qd)
-    ud = casadi.solve(M_uu, -matrix(b["speed_residual"], with_qd))
+    ud = casadi.solve(M_uu, -matrix(b["speed_residual"], with_qd))   # [ud*; lambda*]
     point = dict(with_qd)
-    point.update({s: ud[i] for i, s in enumerate(d.ud)})
+    point.update({s: ud[i] for i, s in enumerate(d.ud + d.lam)})
     blocks = {key: matrix(b[key], point)
               for key in ("J_c", "J_vq", "B_v", "A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u")}
 
@@ -118,9 +118,10 @@ def build_function(derivation, name="casadi_lin"):
     A_tilde = casadi.vertcat(
         casadi.horzcat((A_qq + A_qu @ C_1) @ C_0, A_qu @ C_2),
         casadi.horzcat((A_uq + A_uu @ C_1) @ C_0, A_uu @ C_2))
-    B_tilde = casadi.vertcat(casadi.SX.zeros(nq + nv, nr), blocks["B_u"]) if nr else casadi.SX.zeros(nq + nu, 0)
+    nw = nu + len(d.lam)
+    B_tilde = casadi.vertcat(casadi.SX.zeros(nq + nv, nr), blocks["B_u"]) if nr else casadi.SX.zeros(nq + nw, 0)
     M_qq_p = matrix(b["M_qq"], point)
-    M = casadi.vertcat(casadi.horzcat(M_qq_p, casadi.SX.zeros(nq, nu)),
+    M = casadi.vertcat(casadi.horzcat(M_qq_p, casadi.SX.zeros(nq, nw)),
                        casadi.horzcat(blocks["M_uq"], matrix(b["M_uu"], point)))
     A_full = casadi.solve(M, A_tilde)
     B_full = casadi.solve(M, B_tilde) if nr else B_tilde

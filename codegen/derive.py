@@ -24,6 +24,15 @@ no simplify. The speed blocks are stacked as the numeric stage uses them:
 ``M_uq = [M_uqc; M_uqd]``, ``M_uu = [M_uuc; M_uud]``, ``A_uq = [A_uqc; A_uqd]``,
 ``A_uu = [A_uuc; A_uud]``.
 
+With velocity constraints in the multiplier form (``Model.reduction ==
+"multipliers"``), ``f_d`` is the unconstrained ``F`` (o rows) plus
+``B_v^T lambda``, and the multipliers lambda join ud as unknowns of the
+speed-level system: ``M_uu`` is (o + m) x (o + m) and the solve gives ud* and
+lambda* together; the lambda rows of the solution are simply not reported.
+This is the same linearization as the reduced equations (premultiplying by
+the null-space basis of B_v removes lambda), without SymPy's symbolic
+elimination of the dependent speeds.
+
 The result is a :class:`Derivation`: plain symbols for every input vector and,
 for every stage of the numeric procedure, the named matrices that stage needs.
 """
@@ -51,6 +60,7 @@ class Derivation:
     ud: list
     r: list
     p: list
+    lam: list   # Lagrange multipliers of the velocity constraints (multiplier form), else []
     # names and defaults carried through to the generated code
     q_names: list
     u_names: list
@@ -67,7 +77,8 @@ class Derivation:
     @property
     def sizes(self):
         return dict(nq=len(self.q), nu=len(self.u), nr=len(self.r), np=len(self.p),
-                    nc=len(self.dependent_q), nv=len(self.dependent_u))
+                    nc=len(self.dependent_q), nv=len(self.dependent_u), nl=len(self.lam),
+                    nw=len(self.u) + len(self.lam))
 
 
 def _plain_symbols(prefix, count):
@@ -150,18 +161,24 @@ def derive(model, progress=None):
         raise ModelError(f"model {model.name!r}: kinematic equations must not contain ud")
 
     say("dynamic blocks")
-    f_u = f_a.col_join(f_d)          # the o speed equations: [f_a; f_d]
+    # Multiplier form: the unconstrained equations F plus the constraint forces
+    # B_v^T lambda; lambda joins ud among the unknowns of the speed-level solve.
+    lam = _plain_symbols("lam", model.multipliers)
+    if lam:
+        f_d = f_d + B_v.T * sm.Matrix(lam)
+    unknowns = ud + lam
+    f_u = f_a.col_join(f_d)          # [f_a; f_d]: o equations (o + m with multipliers)
     M_uq = _jacobian(f_u, qd)        # [M_uqc; M_uqd]
-    M_uu = _jacobian(f_u, ud)        # [M_uuc; M_uud]
+    M_uu = _jacobian(f_u, unknowns)  # [M_uuc; M_uud]
     A_uq = -_jacobian(f_u, q)        # [A_uqc; A_uqd]
     A_uu = -_jacobian(f_u, u)        # [A_uuc; A_uud]
     B_u = -_jacobian(f_d, r)
     _check_free("M_uu = d [f_a; f_d]/d ud", M_uu, q + qd + u + p + r + [t], model.name)
-    if any(e.has(*ud) for e in M_uu):
+    if any(e.has(*unknowns) for e in M_uu):
         raise ModelError(f"model {model.name!r}: dynamic equations must be linear in ud")
 
     kinematic_residual = _zero_at(f_k, qd)        # = -M_qq qd*
-    speed_residual = _zero_at(f_u, ud)            # = -M_uu ud*
+    speed_residual = _zero_at(f_u, unknowns)      # = -M_uu [ud*; lambda*]
 
     blocks = {
         "f_c": f_c, "f_v": f_v,
@@ -188,6 +205,7 @@ def derive(model, progress=None):
     dependent_u = [index[symbol] for symbol in model.u_dependent]
     return Derivation(
         name=model.name, description=model.description, t=t, q=q, u=u, qd=qd, ud=ud, r=r, p=p,
+        lam=lam,
         q_names=model.q_names, u_names=model.u_names, r_names=model.r_names, p_names=model.p_names,
         parameter_values=list(model.parameter_values),
         dependent_q=dependent_q, dependent_u=dependent_u, blocks=blocks, stages=stages)

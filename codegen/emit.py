@@ -98,7 +98,8 @@ class StageEmitter:
 
         d = derivation
         names = {d.t: "t"}
-        for label, symbols in (("q", d.q), ("u", d.u), ("qd", d.qd), ("ud", d.ud), ("r", d.r), ("p", d.p)):
+        for label, symbols in (("q", d.q), ("u", d.u), ("qd", d.qd), ("ud", d.ud + d.lam), ("r", d.r),
+                               ("p", d.p)):
             names.update({symbol: f"{label}[{i}]" for i, symbol in enumerate(symbols)})
         names.update({symbol: str(symbol) for symbol in self.temporaries})
         self.printer = ModelCodePrinter(names)

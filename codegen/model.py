@@ -64,9 +64,21 @@ class Model:
         A C identifier; prefix of every generated symbol and the module name.
     description : str
         One line shown by ``python -m codegen list`` and in the C banner.
+    reduction : {"auto", "multipliers", "kane"}
+        How the velocity constraints enter the dynamics. ``"multipliers"``:
+        the unconstrained Kane equations F (all o speeds independent) are formed
+        again from the KanesMethod's bodies and loads, and the generated code
+        solves F + B_v^T lambda = 0 with the acceleration constraints for ud and
+        the multipliers lambda numerically (DESIGN.md, section 3): no symbolic
+        elimination of the dependent speeds, smaller expressions, and any
+        dependent set works at run time. ``"kane"``: the KanesMethod's own
+        reduced equations (o - m rows, reduced symbolically by SymPy for its
+        dependent speeds). ``"auto"``: multipliers when there are velocity
+        constraints and the KanesMethod has its bodies and loads.
     """
 
-    def __init__(self, kane, parameters, inputs=None, name="model", description=""):
+    def __init__(self, kane, parameters, inputs=None, name="model", description="",
+                 reduction="auto"):
         if not _IDENTIFIER.match(name):
             raise ModelError(f"model name {name!r} must be a C identifier")
         if getattr(kane, "_fr", None) is None or getattr(kane, "_frstar", None) is None:
@@ -98,7 +110,21 @@ class Model:
             self.f_v = kane._f_nh + kane._k_nh * u
         else:
             self.f_v = sm.zeros(0, 1)
-        self.dynamic = kane._fr + kane._frstar
+        if reduction not in ("auto", "multipliers", "kane"):
+            raise ModelError(f"model {name!r}: reduction must be 'auto', 'multipliers' or 'kane', "
+                             f"not {reduction!r}")
+        has_loads = kane.bodies is not None and kane.loads is not None
+        if reduction == "multipliers" and not has_loads:
+            raise ModelError(f"model {name!r}: reduction='multipliers' needs the KanesMethod's "
+                             "bodies and loads (pass them to kanes_equations)")
+        self.multipliers = 0
+        if len(self.u_dependent) and reduction != "kane" and has_loads:
+            # F of all o speeds; the constraint forces B_v^T lambda are added in derive
+            self.dynamic = _unconstrained_dynamics(kane, self.kinematic)
+            self.multipliers = len(self.u_dependent)
+        else:
+            self.dynamic = kane._fr + kane._frstar
+        self.reduction = "multipliers" if self.multipliers else "kane"
 
         self._check_sizes()
         self.inputs = self._find_inputs(inputs)
@@ -146,7 +172,7 @@ class Model:
     def _check_sizes(self):
         n, o, l, m = self.n, self.o, self.l, self.m
         shapes = {"kinematic": (self.kinematic, n), "f_c": (self.f_c, l),
-                  "f_v": (self.f_v, m), "dynamic": (self.dynamic, o - m)}
+                  "f_v": (self.f_v, m), "dynamic": (self.dynamic, o - m + self.multipliers)}
         for label, (matrix, rows) in shapes.items():
             if matrix.shape != (rows, 1):
                 raise ModelError(
@@ -223,7 +249,7 @@ class Model:
         h = hashlib.sha256()
         for part in (self.name, self.description, self.q, self.u, self.q_dependent,
                      self.u_dependent, self.inputs, self.parameters, self.parameter_values,
-                     self.kinematic, self.f_c, self.f_v, self.dynamic):
+                     self.kinematic, self.f_c, self.f_v, self.dynamic, self.reduction):
             h.update(sm.srepr(part).encode() if not isinstance(part, str) else part.encode())
             h.update(b"\x00")
         return h.hexdigest()
@@ -232,6 +258,16 @@ class Model:
         return (f"Model({self.name!r}: n={self.n} coordinates ({self.l} dependent), "
                 f"o={self.o} speeds ({self.m} dependent), {self.s} inputs, "
                 f"{len(self.parameters)} parameters)")
+
+
+def _unconstrained_dynamics(kane, kinematic):
+    """fr + fr* of the same system with every speed independent (o rows)."""
+    from sympy.physics.mechanics import KanesMethod
+
+    free = KanesMethod(kane._inertial, q_ind=list(kane.q), u_ind=list(kane.u),
+                       kd_eqs=list(kinematic))
+    free.kanes_equations(kane.bodies, kane.loads)
+    return free._fr + free._frstar
 
 
 def _name(symbol):

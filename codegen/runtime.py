@@ -158,7 +158,12 @@ class CompiledModel:
             except ValueError:
                 raise InputError(f"{self.name}: unknown parameter {key!r}; "
                                  f"parameters are {', '.join(self.p_names)}") from None
-            p[index] = value
+            if isinstance(value, (complex, np.complexfloating)):
+                raise InputError(f"{self.name}: parameter {key!r} must be a real number, got {value!r}")
+            try:
+                p[index] = float(value)
+            except (TypeError, ValueError):
+                raise InputError(f"{self.name}: parameter {key!r} must be a number, got {value!r}") from None
         return p
 
     def _partition(self, given, count, dependent_count, names, label):
@@ -193,7 +198,10 @@ class CompiledModel:
         if isinstance(value, dict):
             raise InputError(f"{self.name}: {label} must be an array, not a dict")
         try:
-            array = np.asarray(value, dtype=float)
+            array = np.asarray(value)
+            if array.dtype.kind == "c":
+                raise InputError(f"{self.name}: {label} holds complex values; it must be real")
+            array = np.asarray(array, dtype=float)
         except (TypeError, ValueError):
             raise InputError(f"{self.name}: {label} must be an array of numbers") from None
         if array.ndim == 0 or array.shape[-1] != length:
@@ -228,7 +236,8 @@ class CompiledModel:
         for key, array in flat.items():
             if not np.all(np.isfinite(array)):
                 bad = np.argwhere(~np.isfinite(array.reshape(array.shape[0], -1)))[0][0]
-                where = f" at batch index {np.unravel_index(bad, shape) if shape else ()}" if array.shape[0] > 1 else ""
+                index = tuple(int(i) for i in np.unravel_index(bad, shape)) if shape else ()
+                where = f" at batch index {index}" if array.shape[0] > 1 else ""
                 raise InputError(f"{self.name}: {key} holds a non-finite value{where}")
         return _Batch(shape, flat)
 
@@ -290,6 +299,7 @@ class CompiledModel:
         ``PARALLEL_THRESHOLD`` points run on ``threads`` threads (default: all
         cores).
         """
+        self._check_tol(tol)
         if dependent_q is None and dependent_u is None and not isinstance(p, dict) \
                 and isinstance(t, (float, int)):
             # one point, default partition: checked and evaluated in the kernel
@@ -307,7 +317,19 @@ class CompiledModel:
                                                threads)
         return A_full, B_full
 
+    def _check_tol(self, tol, allow_none=True):
+        if tol is None and allow_none:
+            return
+        try:
+            ok = float(tol) >= 0.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            skip = " (None skips the check)" if allow_none else ""
+            raise InputError(f"{self.name}: tol must be a number >= 0{skip}, got {tol!r}")
+
     def _linearize(self, q, u, r, p, t, dependent_q, dependent_u, tol, full, threads):
+        self._check_tol(tol)
         batch = self._batch(q, u, r, p, t)
         dq = self._indices(dependent_q, self.nq, self.nc, self.q_names, "dependent_q")
         du = self._indices(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")
@@ -352,6 +374,7 @@ class CompiledModel:
                  max_iter=50):
         """``(q, u)`` with the dependent coordinates solved from f_c = 0 (Newton's
         method from the given values) and the dependent speeds from f_v = 0."""
+        self._check_tol(tol, allow_none=False)
         batch = self._batch(q, u, None, p, t)
         dq = self._indices(dependent_q, self.nq, self.nc, self.q_names, "dependent_q")
         du = self._indices(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")

@@ -177,14 +177,18 @@ def choose_pivots(samples):
 class TracedLU:
     """LU factors of a traced square matrix with a static row order."""
 
-    def __init__(self, trace, matrix, order, tau, rtol, label):
+    def __init__(self, trace, matrix, order, tau, rtol, label, scale_entries=()):
+        """``scale_entries``: further traced values the singularity test is
+        relative to (the rest of the Jacobian a partition block comes from)."""
         n = len(matrix)
         self.n = n
         self.trace = trace
         a = [list(matrix[i]) for i in order]
         self.order = list(order)
         entries = [x for row in a for x in row if not _is_const(x)]
+        entries += [x for x in scale_entries if not _is_const(x) and x not in entries]
         constants = [abs(x) for row in a for x in row if _is_const(x)]
+        constants += [abs(x) for x in scale_entries if _is_const(x)]
         # the scale of the matrix: its largest absolute entry
         flag = trace.check_flag
         scale = f"scale_{label}"
@@ -297,6 +301,7 @@ class NumericStage:
         d = emitter.derivation
         self.emitter = emitter
         nq, nu, nr = len(d.q), len(d.u), len(d.r)
+        nw = nu + len(d.lam)   # unknowns of the speed-level solve
         nc, nv = len(d.dependent_q), len(d.dependent_u)
         dep_q, dep_u = list(d.dependent_q), list(d.dependent_u)
         ind_q = [i for i in range(nq) if i not in dep_q]
@@ -326,7 +331,7 @@ class NumericStage:
         lu_u = TracedLU(tu, W["M_uu"], choose_pivots([s["M_uu"] for s in samples]), tau, rtol, "uu")
         ud = lu_u.solve([[tu.neg(x[0])] for x in W["speed_residual"]])
         tu.emit("if (fast_uu) {")
-        for i in range(nu):
+        for i in range(nw):
             tu.emit(f"    w->ud[{i}] = {_c(ud[i][0])};")
         tu.emit("}")
 
@@ -336,13 +341,15 @@ class NumericStage:
         J_c, J_vq, B_v = W["J_c"], W["J_vq"], W["B_v"]
         if nc:
             order = choose_pivots(_submatrix(samples, "J_c", list(range(nc)), dep_q))
-            lu_c = TracedLU(tr, [[J_c[i][k] for k in dep_q] for i in range(nc)], order, tau, rtol, "c")
+            lu_c = TracedLU(tr, [[J_c[i][k] for k in dep_q] for i in range(nc)], order, tau, rtol, "c",
+                            [x for row in J_c for x in row])
             K_c = lu_c.solve([[J_c[i][k] for k in ind_q] for i in range(nc)])
         else:
             K_c = []
         if nv:
             order = choose_pivots(_submatrix(samples, "B_v", list(range(nv)), dep_u))
-            lu_v = TracedLU(tr, [[B_v[i][k] for k in dep_u] for i in range(nv)], order, tau, rtol, "v")
+            lu_v = TracedLU(tr, [[B_v[i][k] for k in dep_u] for i in range(nv)], order, tau, rtol, "v",
+                            [x for row in B_v for x in row])
             K_v = lu_v.solve([J_vq[i] + [B_v[i][k] for k in ind_u] for i in range(nv)])
         else:
             K_v = []
@@ -386,13 +393,13 @@ class NumericStage:
         if lu_q is not None:
             A_q = lu_q.solve(A_q)
         M_uq = W["M_uq"]
-        for i in range(nu):
+        for i in range(nw):
             for k in range(nq):
                 for j in range(nx):
                     A_u[i][j] = tr.sub_mul(A_u[i][j], M_uq[i][k], A_q[k][j])
         A_u = lu_u.solve(A_u)
         B_tilde = [[0.0] * nr for _ in range(nv)] + [list(row) for row in W["B_u"]]
-        B_u = lu_u.solve(B_tilde) if nr else [[] for _ in range(nu)]
+        B_u = lu_u.solve(B_tilde) if nr else [[] for _ in range(nw)]
         # results straight into the caller's arrays; finite checks on what is asked for
         full = A_q + A_u
         B_rows = [[0.0] * nr for _ in range(nq)] + B_u

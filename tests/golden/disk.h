@@ -50,6 +50,9 @@ extern "C" {
 #define DISK_NQI 5  /* independent coordinates */
 #define DISK_NUI 3  /* independent speeds */
 #define DISK_NX 8   /* independent states: NQI + NUI */
+/* unknowns of the speed-level solve: the speeds' derivatives, plus one
+   multiplier per velocity constraint when the dynamics are in multiplier form */
+#define DISK_NW 9
 
 /* Status codes. */
 #define DISK_OK 0
@@ -118,19 +121,19 @@ typedef struct disk_workspace {
     double J_c[DISK_NC * DISK_NQ + 1], J_vq[DISK_NV * DISK_NQ + 1];
     double B_v[DISK_NV * DISK_NU + 1];
     double M_qq[DISK_NQ * DISK_NQ + 1], kinematic_residual[DISK_NQ + 1];
-    double M_uu[DISK_NU * DISK_NU + 1], speed_residual[DISK_NU + 1];
-    double qd[DISK_NQ + 1], ud[DISK_NU + 1];
+    double M_uu[DISK_NW * DISK_NW + 1], speed_residual[DISK_NW + 1];
+    double qd[DISK_NQ + 1], ud[DISK_NW + 1];
     double A_qq[DISK_NQ * DISK_NQ + 1], A_qu[DISK_NQ * DISK_NU + 1];
-    double M_uq[DISK_NU * DISK_NQ + 1], A_uq[DISK_NU * DISK_NQ + 1];
-    double A_uu[DISK_NU * DISK_NU + 1];
-    double B_u[(DISK_NU - DISK_NV) * DISK_NR + 1];
+    double M_uq[DISK_NW * DISK_NQ + 1], A_uq[DISK_NW * DISK_NQ + 1];
+    double A_uu[DISK_NW * DISK_NU + 1];
+    double B_u[(DISK_NW - DISK_NV) * DISK_NR + 1];
     double Jc_dependent[DISK_NC * DISK_NC + 1], Bv_dependent[DISK_NV * DISK_NV + 1];
     double K_c[DISK_NC * DISK_NQI + 1], K_v[DISK_NV * (DISK_NQ + DISK_NUI) + 1];
-    double T_q[DISK_NQ * DISK_NQ + 1], T_u[DISK_NU * DISK_NQ + 1];
-    double A_full[(DISK_NQ + DISK_NU) * DISK_NX + 1];
-    double B_full[(DISK_NQ + DISK_NU) * DISK_NR + 1];
+    double T_q[DISK_NQ * DISK_NQ + 1], T_u[DISK_NW * DISK_NQ + 1];
+    double A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
+    double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
     double r_zero[DISK_NR + 1];
-    int pivot_q[DISK_NQ + 1], pivot_u[DISK_NU + 1];
+    int pivot_q[DISK_NQ + 1], pivot_u[DISK_NW + 1];
     int pivot_c[DISK_NC + 1], pivot_v[DISK_NV + 1];
     int dependent_q[DISK_NC + 1], independent_q[DISK_NQI + 1];
     int dependent_u[DISK_NV + 1], independent_u[DISK_NUI + 1];
