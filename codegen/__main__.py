@@ -5,6 +5,10 @@
     python -m codegen export disk --dir out/     self-contained C folder with Makefile
     python -m codegen sweep bicycle --param v --from 0 --to 10 --num 201
                                                  eigenvalues vs speed: CSV, PNG, weave/capsize
+    python -m codegen bench [disk ...] [--quick]  time per point: ours (C, batch, Python),
+                                                 CasADi, SymPy's routes; build stages; targets
+    python -m codegen scaling --sizes 2 4 8 16   n-link cart chain: build stages and time per
+                                                 point vs n (table, CSV, PNG)
     python -m codegen list                       the built-in models
 """
 
@@ -59,18 +63,26 @@ def command_build(args):
     from .load import load_package
     from .pipeline import build_artifact, terminal_progress
 
-    started = time.perf_counter()
+    from .models import BUILTIN, builtin_module
+    from .pipeline import build_builtin
+
     progress = terminal_progress()
     if progress:
         progress(f"forming the equations of {args.model}")
-    model, model_module = _load_model(args.model)
-    formed = time.perf_counter() - started
-    artifact = build_artifact(model, args.output_dir, force=args.force, progress=progress)
+    if args.model in BUILTIN:
+        model_module = builtin_module(args.model)
+        artifact, formed = build_builtin(args.model, args.output_dir, force=args.force, progress=progress)
+    else:
+        started = time.perf_counter()
+        model, model_module = _load_model(args.model)
+        formed = time.perf_counter() - started
+        artifact = build_artifact(model, args.output_dir, force=args.force, progress=progress)
     started = time.perf_counter()
     module = load_package(artifact.package_dir)
     loaded = time.perf_counter() - started
+    name = module.name
 
-    print(f"model {model.name}: {model.description}")
+    print(f"model {name}: {module.description}")
     print(f"  coordinates q ({module.nq}, dependent {[module.q_names[i] for i in module.dependent_q]}): "
           f"{', '.join(module.q_names)}")
     print(f"  speeds u ({module.nu}, dependent {[module.u_names[i] for i in module.dependent_u]}): "
@@ -87,9 +99,9 @@ def command_build(args):
     print(f"  {'import':<22}{loaded:8.2f} s")
     output_dir = args.output_dir or default_output_dir()
     print(f"output: {artifact.link} -> {artifact.package_dir.name}  "
-          f"(import generated.{model.name}, or codegen.load({model.name!r}"
+          f"(import generated.{name}, or codegen.load({name!r}"
           + (f", output_dir={str(output_dir)!r}" if args.output_dir else "") + "))")
-    print(f"  C: {artifact.package_dir / (model.name + '.c')}, {model.name}.h")
+    print(f"  C: {artifact.package_dir / (name + '.c')}, {name}.h")
 
     try:
         label, q, u, r, p = _default_point(args.model, module, model_module)
@@ -113,12 +125,20 @@ def command_export(args):
     from .load import load_package
     from .pipeline import build_artifact, terminal_progress
 
-    model, model_module = _load_model(args.model)
-    artifact = build_artifact(model, args.output_dir, force=args.force, progress=terminal_progress())
+    from .models import BUILTIN, builtin_module
+    from .pipeline import build_builtin
+
+    if args.model in BUILTIN:
+        model_module = builtin_module(args.model)
+        artifact, _ = build_builtin(args.model, args.output_dir, force=args.force,
+                                    progress=terminal_progress())
+    else:
+        model, model_module = _load_model(args.model)
+        artifact = build_artifact(model, args.output_dir, force=args.force, progress=terminal_progress())
     module = load_package(artifact.package_dir)
     label, q, u, r, _ = _default_point(args.model, module, model_module)
-    files = export_c(artifact.package_dir, args.dir, model.name, label, 0.0, q, u, r)
-    print(f"exported {model.name} to {args.dir}: {', '.join(files)}")
+    files = export_c(artifact.package_dir, args.dir, module.name, label, 0.0, q, u, r)
+    print(f"exported {module.name} to {args.dir}: {', '.join(files)}")
     print(f"  cd {args.dir} && make && ./example      (or cmake -S {args.dir} -B build)")
     return 0
 
@@ -126,7 +146,7 @@ def command_export(args):
 def command_sweep(args):
     from .load import load_package
     from .models import BUILTIN, builtin_module
-    from .pipeline import build_artifact, operating_point, terminal_progress
+    from .pipeline import build_builtin, operating_point, terminal_progress
     from .sweep import sweep, write_csv, write_png
 
     if args.model not in BUILTIN:
@@ -142,8 +162,7 @@ def command_sweep(args):
     for item in args.set or []:
         key, _, value = item.partition("=")
         fixed[key] = float(value)
-    model = model_module.make_model()
-    artifact = build_artifact(model, args.output_dir, progress=terminal_progress())
+    artifact, _ = build_builtin(args.model, args.output_dir, progress=terminal_progress())
     module = load_package(artifact.package_dir)
 
     def make_point(**kwargs):
@@ -163,6 +182,41 @@ def command_sweep(args):
     for t in result.transitions:
         label = f"{t.name} speed" if t.name else f"{t.mode} mode"
         print(f"  {label}: {param} = {t.value:.12g}  ({t.mode} mode unstable {t.unstable_side})")
+    return 0
+
+
+def _plain_progress(message):
+    """Progress of the long-running bench and scaling commands when not at a terminal."""
+    print(f"  [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def command_bench(args):
+    from . import bench
+    from .pipeline import terminal_progress
+
+    make = bench.Settings.quick if args.quick else bench.Settings
+    changes = dict(sympy_limit=args.sympy_limit, casadi_limit=args.casadi_limit,
+                   casadi=not args.no_casadi, sympy=not args.no_sympy, work_dir=args.work_dir)
+    if args.batch is not None:
+        changes["batch_size"] = args.batch
+    if args.routes:
+        changes["sympy_routes"] = tuple(args.routes)
+    settings = make(**changes)
+    reports = bench.run(args.models or None, settings, out=lambda text: print(text, flush=True),
+                        progress=terminal_progress() or _plain_progress)
+    if args.json:
+        print(f"\nwrote {bench.write_json(reports, args.json)}")
+    return 0
+
+
+def command_scaling(args):
+    from . import scaling
+    from .pipeline import terminal_progress
+
+    scaling.run(args.sizes, closed=args.closed, out_dir=args.out, repeats=args.repeats,
+                batch_size=args.batch, progress=terminal_progress() or _plain_progress,
+                casadi_limit=args.casadi_limit if args.casadi else None,
+                out=lambda text: print(text, flush=True))
     return 0
 
 
@@ -207,6 +261,42 @@ def main(argv=None):
     sweep.add_argument("--out", help="output path without suffix (default: sweep_<model>_<param>)")
     sweep.add_argument("--output-dir", default=None, help="where builds are cached")
     sweep.set_defaults(run=command_sweep)
+
+    bench = commands.add_parser("bench", help="time per operating point of our module (bare C, "
+                                "batch, single call), CasADi and SymPy's routes; build stages")
+    bench.add_argument("models", nargs="*", help="built-in names or path/to/file.py:function "
+                       "(default: disk, and bicycle when it is built in)")
+    bench.add_argument("--quick", action="store_true", help="fewer and shorter repeats")
+    bench.add_argument("--sympy-limit", type=float, default=300.0, metavar="SECONDS",
+                       help="time limit of each SymPy route, run in a subprocess (default 300)")
+    bench.add_argument("--casadi-limit", type=float, default=300.0, metavar="SECONDS",
+                       help="time limit of CasADi's code generation and of its compilation "
+                       "(default 300)")
+    bench.add_argument("--no-casadi", action="store_true", help="skip CasADi")
+    bench.add_argument("--no-sympy", action="store_true", help="skip the SymPy routes")
+    bench.add_argument("--routes", nargs="+", choices=["linearizer", "symbolic_AB", "symbolic_MAB",
+                                                        "finite_differences"],
+                       help="only these SymPy routes")
+    bench.add_argument("--batch", type=int, default=None, help="points in the batch call (10000)")
+    bench.add_argument("--work-dir", default=None,
+                       help="keep the builds and C files here (default: a temporary directory)")
+    bench.add_argument("--json", default=None, help="also write the results as JSON")
+    bench.set_defaults(run=command_bench)
+
+    scale = commands.add_parser("scaling", help="n-link pendulum on a cart for several n: time of "
+                                "each build stage and per point (table, CSV, PNG)")
+    scale.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 6, 8, 10, 12, 14, 16])
+    scale.add_argument("--closed", action="store_true",
+                       help="close the loop (tip on a vertical line: one configuration constraint)")
+    scale.add_argument("--out", default="scaling", help="output folder for scaling.csv and "
+                       "scaling.png (default: scaling/)")
+    scale.add_argument("--repeats", type=int, default=7, help="repeats of each timing (default 7)")
+    scale.add_argument("--batch", type=int, default=10000, help="points in the batch call")
+    scale.add_argument("--casadi", action="store_true", help="also CasADi's C for the same "
+                       "mathematics: size, generation and compile time, time per call")
+    scale.add_argument("--casadi-limit", type=float, default=300.0, metavar="SECONDS",
+                       help="time limit of CasADi's generation and of its compilation (default 300)")
+    scale.set_defaults(run=command_scaling)
 
     listing = commands.add_parser("list", help="list the built-in models")
     listing.set_defaults(run=command_list)

@@ -85,10 +85,78 @@ def _plain_symbols(prefix, count):
     return list(sm.symbols(f"{prefix}_0:{count}", real=True)) if count else []
 
 
-def _jacobian(matrix, symbols):
-    if matrix.shape[0] == 0 or not symbols:
-        return sm.zeros(matrix.shape[0], len(symbols))
-    return matrix.jacobian(symbols)
+class _Differentiator:
+    """Partial derivatives of many expressions that share subtrees.
+
+    SymPy's ``diff`` walks a tree's free symbols again at every product it
+    differentiates, which dominates the derivation of a large model. Here the
+    set of variables each node depends on is computed once per node, and every
+    derivative is memoized on (node, variable), so a subexpression shared by
+    many entries (and by several blocks) is differentiated once. The rules are
+    the textbook ones (sum, product, power, chain rule through ``fdiff``); any
+    other node falls back to SymPy's ``diff``.
+    """
+
+    def __init__(self, variables):
+        self.variables = frozenset(variables)
+        self._depends = {}
+        self._derivative = {}
+
+    def depends(self, expr):
+        try:
+            return self._depends[expr]
+        except KeyError:
+            pass
+        if expr.is_Symbol:
+            found = self.variables & {expr}
+        elif not expr.args:
+            found = frozenset()
+        else:
+            found = frozenset().union(*(self.depends(arg) for arg in expr.args))
+        self._depends[expr] = found
+        return found
+
+    def __call__(self, expr, x):
+        if x not in self.depends(expr):
+            return sm.S.Zero
+        if expr == x:
+            return sm.S.One
+        key = (expr, x)
+        try:
+            return self._derivative[key]
+        except KeyError:
+            pass
+        args = expr.args
+        if expr.is_Add:
+            result = sm.Add(*[self(arg, x) for arg in args])
+        elif expr.is_Mul:
+            terms = []
+            for i, arg in enumerate(args):
+                if x in self.depends(arg):
+                    terms.append(sm.Mul(*args[:i], self(arg, x), *args[i + 1:]))
+            result = sm.Add(*terms)
+        elif expr.is_Pow:
+            base, exponent = args
+            if x not in self.depends(exponent):
+                result = exponent * base ** (exponent - 1) * self(base, x)
+            else:
+                result = expr * (self(exponent, x) * sm.log(base) + exponent * self(base, x) / base)
+        elif isinstance(expr, sm.Function) and hasattr(expr, "fdiff"):
+            try:
+                result = sm.Add(*[expr.fdiff(i + 1) * self(arg, x) for i, arg in enumerate(args)
+                                  if x in self.depends(arg)])
+            except (sm.core.function.ArgumentIndexError, NotImplementedError):
+                result = expr.diff(x)
+        else:
+            result = expr.diff(x)
+        self._derivative[key] = result
+        return result
+
+    def jacobian(self, matrix, symbols):
+        rows = matrix.shape[0]
+        if rows == 0 or not symbols:
+            return sm.zeros(rows, len(symbols))
+        return sm.Matrix(rows, len(symbols), [self(matrix[i, 0], x) for i in range(rows) for x in symbols])
 
 
 def _zero_at(matrix, symbols):
@@ -145,10 +213,13 @@ def derive(model, progress=None):
                          "which are neither coordinates, speeds, their first derivatives nor inputs")
 
     say("constraint Jacobians")
+    lam = _plain_symbols("lam", model.multipliers)
+    differentiate = _Differentiator(q + u + qd + ud + lam + r + [t])
+    _jacobian = differentiate.jacobian
     J_c = _jacobian(f_c, q)
     J_vq = _jacobian(f_v, q)
     B_v = _jacobian(f_v, u)
-    f_vt = f_v.diff(t) if len(f_v) else sm.zeros(0, 1)
+    f_vt = _jacobian(f_v, [t]) if len(f_v) else sm.zeros(0, 1)
     # Acceleration constraints: total time derivative of f_v.
     f_a = J_vq * sm.Matrix(qd) + B_v * sm.Matrix(ud) + f_vt if len(f_v) else sm.zeros(0, 1)
 
@@ -163,7 +234,6 @@ def derive(model, progress=None):
     say("dynamic blocks")
     # Multiplier form: the unconstrained equations F plus the constraint forces
     # B_v^T lambda; lambda joins ud among the unknowns of the speed-level solve.
-    lam = _plain_symbols("lam", model.multipliers)
     if lam:
         f_d = f_d + B_v.T * sm.Matrix(lam)
     unknowns = ud + lam

@@ -13,6 +13,7 @@ Templates in ``templates/`` lay out the files; this module only fills them.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class GeneratedSources:
     operation_count: int             # arithmetic operations after CSE
     temporary_count: int
     nonzero_count: dict = field(default_factory=dict)  # block -> structural non-zeros
+    timings: dict = field(default_factory=dict)        # "CSE", "emission": seconds
 
 
 class _Block:
@@ -197,7 +199,10 @@ def emit(derivation, progress=None):
     d = derivation
     sizes = d.sizes
     kinematic_identity = d.blocks["M_qq"] == sm.eye(sizes["nq"])
+    started = time.perf_counter()
     emitter = StageEmitter(derivation, progress, skip=["M_qq"] if kinematic_identity else [])
+    cse_seconds = time.perf_counter() - started
+    started = time.perf_counter()
     workspace = {name: f"w->{name}" for name in d.blocks}
     say = progress or (lambda message: None)
     say("straight-line numeric stage for the default partition")
@@ -245,4 +250,5 @@ def emit(derivation, progress=None):
     return GeneratedSources(
         name=d.name, files=files, operation_count=emitter.operation_count,
         temporary_count=len(emitter.temporaries),
+        timings={"CSE": cse_seconds, "emission": time.perf_counter() - started},
         nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()})

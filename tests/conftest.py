@@ -39,3 +39,13 @@ def disk_sources(disk_model):
     from codegen.derive import derive
     from codegen.emit import emit
     return emit(derive(disk_model))
+
+
+@pytest.fixture(scope="session")
+def bicycle(build_dir):
+    """The compiled bicycle (built once per run, ~30 s; the CLI reuses it
+    through the built-in recipe cache when given the same output dir)."""
+    from codegen.load import load_package
+    from codegen.pipeline import build_builtin
+    artifact, _ = build_builtin("bicycle", build_dir)
+    return load_package(artifact.package_dir)

@@ -17,6 +17,7 @@ import importlib
 BUILTIN = {
     "disk": "codegen.models.disk",
     "cart_chain": "codegen.models.cart_chain",
+    "bicycle": "codegen.models.bicycle",
 }
 
 

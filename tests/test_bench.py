@@ -1,0 +1,113 @@
+"""The benchmark and scaling commands, in quick mode (tiny repeat counts).
+
+These check the machinery, not the speed: every row is there, every time is
+positive, every route agrees with our module at the benchmark point, a SymPy
+route past its time limit is cut off and reported, and CasADi's generated C
+(when casadi is installed) gives our numbers. The performance targets are
+benchmarks (python -m codegen bench), not timed tests.
+"""
+
+import contextlib
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from codegen import bench
+from codegen.__main__ import main
+
+ROWS = ["ours: bare C loop (no Python)", "ours: batch of 1000 in one call",
+        "ours: one linearize call from Python", "CasADi: bare C loop (same process)",
+        "SymPy Linearizer, numeric op point", "SymPy symbolic A, B + lambdify",
+        "SymPy symbolic M, A, B + lambdify + solve", "constrained central FD, lambdified RHS"]
+
+
+@pytest.fixture(scope="module")
+def disk_bench(tmp_path_factory):
+    """``python -m codegen bench disk --quick`` once: (printed text, JSON report)."""
+    out = tmp_path_factory.mktemp("bench") / "bench.json"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["bench", "disk", "--quick", "--batch", "1000", "--sympy-limit", "60",
+                     "--json", str(out)]) == 0
+    return printed.getvalue(), json.loads(out.read_text())[0]
+
+
+def test_bench_prints_every_row_stage_and_target(disk_bench):
+    text, _ = disk_bench
+    for label in ROWS:
+        assert label in text, label
+    for stage in ("equations of motion (model)", "derivation", "CSE", "emission", "cython",
+                  "compile", "operations after CSE"):
+        assert stage in text, stage
+    for target in ("ours vs CasADi", "batch from Python within 1.5x of bare C",
+                   "single Python call adds", ">= 100x (batch)", ">= 1e5x (batch)"):
+        assert target in text, target
+    assert "x bare C" in text and "x batch" in text
+
+
+def test_bench_times_are_positive_and_routes_agree(disk_bench):
+    _, report = disk_bench
+    rows = {row["key"]: row for row in report["rows"]}
+    assert report["operation_count"] > 0
+    assert all(seconds >= 0 for seconds in report["stage_seconds"].values())
+    for key in ("c_loop", "c_loop_nocheck", "batch", "single", "linearizer", "symbolic_AB",
+                "symbolic_MAB", "finite_differences"):
+        row = rows[key]
+        assert row["status"] == "ok", (key, row["note"])
+        assert 0 < row["min"] <= row["median"] < 60, key
+    assert rows["c_loop"]["min"] < rows["single"]["min"]
+    assert rows["batch"]["min"] < rows["linearizer"]["min"]
+    # the bare C in the driver and the Python module are the same code
+    assert rows["c_loop"]["max_diff"] < 1e-13
+    for key in ("linearizer", "symbolic_AB", "symbolic_MAB"):
+        assert rows[key]["max_diff"] < 1e-9, key
+    assert rows["finite_differences"]["max_diff"] < 1e-6
+    verdicts = {t["text"]: t["verdict"] for t in report["targets"]}
+    assert set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+
+
+def test_bench_casadi_agrees_with_ours(disk_bench):
+    pytest.importorskip("casadi")
+    text, report = disk_bench
+    row = {row["key"]: row for row in report["rows"]}["casadi"]
+    assert row["status"] == "ok", row["note"]
+    assert 0 < row["min"] <= row["median"]
+    assert report["casadi_diff"] < 1e-12
+    assert report["code"]["casadi"]["bytes"] > 0 and report["code"]["casadi"]["compile"] > 0
+    assert "CasADi vs ours at the first benchmark point" in text
+
+
+def test_sympy_route_past_its_limit_is_cut_off(tmp_path):
+    settings = bench.Settings.quick(sympy_limit=0.05)
+    points = [dict(t=0.0, q=[0.0] * 6, u=[0.0] * 6, r=[], p=[1.0, 1.0, 1.0], qd=[0.0] * 6,
+                   ud=[0.0] * 6)]
+    row, A, B = bench.run_sympy_route("disk", "symbolic_AB", points, settings)
+    assert row.status == "timeout" and A is None
+    assert "> 0.05 s limit" in row.note
+    report = bench.ModelReport("disk", "disk", dict(nq=6, nu=6, nr=0, np=3, nc=1, nv=3, nx=8), 1,
+                               {}, [row], {})
+    assert "> limit" in bench.format_report(report)
+
+
+def test_scaling_writes_table_csv_and_png(tmp_path, capsys):
+    assert main(["scaling", "--sizes", "2", "3", "--repeats", "2", "--batch", "100",
+                 "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "ops after CSE" in printed and "bare C us" in printed
+    with open(tmp_path / "scaling.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["n"]) for r in rows] == [2, 3]
+    for r in rows:
+        for key in ("operations", "model_s", "derive_s", "cse_emit_s", "compile_s", "c_loop_us",
+                    "batch_us", "single_us"):
+            assert math.isfinite(float(r[key])) and float(r[key]) > 0, key
+    assert int(rows[1]["operations"]) > int(rows[0]["operations"])
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    png = tmp_path / "scaling.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
