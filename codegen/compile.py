@@ -158,10 +158,13 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         started = time.perf_counter()
         say(f"compiling {name}.c and the wrapper with {compiler()}")
         include = sysconfig.get_paths()["include"]
+        import numpy
+        numpy_include = numpy.get_include()
         cc = compiler()
         commands = [
             [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, "-c", f"{name}.c", "-o", f"{name}.o"],
-            [cc, *OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", ".", "-c", wrapper_c.name,
+            [cc, *OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", numpy_include, "-I", ".",
+             "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", "-c", wrapper_c.name,
              "-o", f"_{name}_wrapper.o"],
         ]
         processes = [subprocess.Popen(c, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

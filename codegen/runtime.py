@@ -46,9 +46,12 @@ _EXCEPTION = {
 }
 
 
-# Batches at least this large are split across threads (the C kernels run
-# without the GIL and are reentrant with one workspace per call).
+# Batches are split across threads (the C kernels run without the GIL and are
+# reentrant with one workspace per call) when they hold at least
+# PARALLEL_THRESHOLD points and about PARALLEL_WORK operations of generated
+# code in all: below that, starting threads costs more than it saves.
 PARALLEL_THRESHOLD = 2048
+PARALLEL_WORK = 1_000_000
 _CORES = os.cpu_count() or 1
 _pool_lock = threading.Lock()
 _pool = None
@@ -63,14 +66,16 @@ def _executor():
         return _pool
 
 
-def run_batch(function, n, inputs, options, outputs, threads=None):
+def run_batch(function, n, inputs, options, outputs, threads=None, work_per_point=1):
     """``function(n, *inputs, *options, *outputs)`` -> (status, index), split
     into contiguous chunks of points run concurrently when the batch is large.
 
     ``inputs`` and ``outputs`` hold one row per point (or, for inputs, one shared
     row); ``threads`` defaults to the number of cores. Returns the status of the
     first failing point in batch order and its index."""
-    threads = _CORES if threads is None else max(1, int(threads))
+    if threads is None:
+        threads = _CORES if n * work_per_point >= PARALLEL_WORK else 1
+    threads = max(1, int(threads))
     if threads == 1 or n < PARALLEL_THRESHOLD:
         return function(n, *inputs, *options, *outputs)
     bounds = np.linspace(0, n, threads + 1).astype(int)
@@ -248,7 +253,8 @@ class CompiledModel:
             rows = array.reshape((1, length) if length is not None else (1,))
         else:
             full = np.broadcast_to(array, shape + ((length,) if length is not None else ()))
-            rows = full.reshape((-1, length) if length is not None else (-1,))
+            count = math.prod(shape)   # explicit: -1 is ambiguous for zero-length rows
+            rows = full.reshape((count, length) if length is not None else (count,))
         return np.ascontiguousarray(rows, dtype=float)
 
     # -- errors ----------------------------------------------------------------
@@ -342,7 +348,7 @@ class CompiledModel:
         a = batch.arrays
         status, index = run_batch(self._kernel.linearize, n,
                                   (a["t"], a["q"], a["u"], a["r"], a["p"]), (dq, du, tolerance),
-                                  (A, B, A_full, B_full, None, None), threads)
+                                  (A, B, A_full, B_full, None, None), threads, self.operation_count)
         if status != OK:
             self._raise(status, index, batch, dq, du, tol)
         if full:
@@ -355,7 +361,8 @@ class CompiledModel:
         n, a = batch.size, batch.arrays
         qd, ud = np.empty((n, self.nq)), np.empty((n, self.nu))
         status, index = run_batch(self._kernel.state_derivative, n,
-                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (), (qd, ud), threads)
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (), (qd, ud), threads,
+                                  self.operation_count)
         if status != OK:
             self._raise(status, index, batch)
         return batch.reshape(qd, self.nq), batch.reshape(ud, self.nu)

@@ -63,3 +63,21 @@ def test_sweep_through_dask_array_matches_direct_calls(disk):
     np.testing.assert_array_equal(A_d.compute(), A_direct)
     growth = lam.real.max(axis=1).compute()
     np.testing.assert_allclose(growth, np.linalg.eigvals(A_direct).real.max(axis=1), atol=1e-12)
+
+
+def test_batch_of_empty_input_rows_for_a_model_without_inputs(disk, points):
+    q, u = points
+    A, B = disk.linearize(q[:5], u[:5], np.zeros((5, 0)))
+    assert A.shape == (5, disk.nx, disk.nx) and B.shape == (5, disk.nx, 0)
+
+
+def test_single_point_accepts_any_real_vector_layout(disk, points):
+    q, u = points
+    A, _ = disk.linearize(q[7], u[7])
+    for q_view, u_view in ((q[7].astype(">f8"), u[7].astype(">f8")),           # byte-swapped
+                           (np.repeat(q[7], 2)[::2], np.repeat(u[7], 2)[::2]),  # strided
+                           (q[7].astype(np.float32).astype(object), u[7])):     # object dtype
+        A_view, _ = disk.linearize(q_view, u_view, tol=1e-6)
+        np.testing.assert_allclose(A_view, A, rtol=1e-6, atol=1e-6)
+    A_swapped, _ = disk.linearize(q[7].astype(">f8"), u[7].astype(">f8"))
+    assert np.array_equal(A_swapped, A)

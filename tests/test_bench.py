@@ -19,7 +19,8 @@ from codegen import bench
 from codegen.__main__ import main
 
 ROWS = ["ours: bare C loop (no Python)", "ours: batch of 1000 in one call",
-        "ours: one linearize call from Python", "CasADi: bare C loop (same process)",
+        "ours: one linearize call from Python", "CasADi, our blocks (multiplier form): bare C loop",
+        "CasADi, SymPy-reduced Kane blocks: bare C loop",
         "SymPy Linearizer, numeric op point", "SymPy symbolic A, B + lambdify",
         "SymPy symbolic M, A, B + lambdify + solve", "constrained central FD, lambdified RHS"]
 
@@ -72,9 +73,12 @@ def test_bench_times_are_positive_and_routes_agree(disk_bench):
 def test_bench_casadi_agrees_with_ours(disk_bench):
     pytest.importorskip("casadi")
     text, report = disk_bench
-    row = {row["key"]: row for row in report["rows"]}["casadi"]
-    assert row["status"] == "ok", row["note"]
-    assert 0 < row["min"] <= row["median"]
+    rows = {row["key"]: row for row in report["rows"]}
+    for key in ("casadi", "casadi_kane"):   # our blocks, and SymPy's reduced Kane blocks
+        row = rows[key]
+        assert row["status"] == "ok", row["note"]
+        assert 0 < row["min"] <= row["median"]
+        assert row["max_diff"] < 1e-12
     assert report["casadi_diff"] < 1e-12
     assert report["code"]["casadi"]["bytes"] > 0 and report["code"]["casadi"]["compile"] > 0
     assert "CasADi vs ours at the first benchmark point" in text

@@ -115,60 +115,74 @@ def parse_driver(output):
     return values
 
 
-def check_driver_against_python(module, output):
+def check_driver_against_python(module, output, exact=True):
+    """The driver's results equal the module's: bit for bit when both were
+    compiled alike, else to rounding (other flags, or the fallback path)."""
     values = parse_driver(output)
     assert values["failures"][0] == 0
     nx, nr = module.nx, module.nr
     for point in range(3):
         q, u, r = (values[(point, k)] for k in ("q", "u", "r"))
         A, B = module.linearize(q, u, r, t=0.25)
-        assert np.array_equal(values[(point, "A")].reshape(nx, nx), A)
-        assert np.array_equal(values[(point, "B")].reshape(nx, nr), B)
+        A_c, B_c = values[(point, "A")].reshape(nx, nx), values[(point, "B")].reshape(nx, nr)
+        if exact:
+            assert np.array_equal(A_c, A) and np.array_equal(B_c, B)
+        else:
+            np.testing.assert_allclose(A_c, A, rtol=1e-9, atol=1e-9 * np.abs(A).max())
+            np.testing.assert_allclose(B_c, B, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(B).max(initial=0.0)))
 
 
-@pytest.mark.parametrize("sanitizers", [["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                                         "-fno-omit-frame-pointer"]])
-def test_driver_under_sanitizers(disk, tmp_path, sanitizers):
-    binary = compile_driver(disk, tmp_path, sanitizers)
+@pytest.mark.parametrize("model", ["disk", "bicycle"])
+def test_driver_under_sanitizers(request, tmp_path, model):
+    module = request.getfixturevalue(model)
+    sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+    binary = compile_driver(module, tmp_path, sanitizers)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     result = subprocess.run([str(binary)], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == ""
     assert "completed 16" in result.stdout
+    check_driver_against_python(module, result.stdout, exact=False)
 
 
 # PIVOT_TAU = 1e300 rejects every static pivot that has another candidate in its
 # column, so the straight-line code falls back to the general path (dense LU
 # with partial pivoting on arrays whose structural zeros are written late):
 # both paths run under valgrind, which reports any read of an unwritten entry.
-@pytest.mark.parametrize("path", ["straight-line", "fallback"])
-def test_driver_under_valgrind(disk, tmp_path, path):
+@pytest.mark.parametrize("model, path", [("disk", "straight-line"), ("disk", "fallback"),
+                                         ("bicycle", "straight-line"), ("bicycle", "fallback")])
+def test_driver_under_valgrind(request, tmp_path, model, path):
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind not installed")
-    binary = compile_driver(disk, tmp_path, [] if path == "straight-line" else ["-DDISK_PIVOT_TAU=1e300"])
+    module = request.getfixturevalue(model)
+    flags = [] if path == "straight-line" else [f"-D{model.upper()}_PIVOT_TAU=1e300"]
+    binary = compile_driver(module, tmp_path, flags)
     result = subprocess.run(["valgrind", "--error-exitcode=99", "--leak-check=full", "--quiet", str(binary)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    if path == "straight-line":
-        check_driver_against_python(disk, result.stdout)
-    else:
-        values = parse_driver(result.stdout)
-        assert values["failures"][0] == 0
-        for point in range(3):
-            q, u, r = (values[(point, k)] for k in ("q", "u", "r"))
-            A, _ = disk.linearize(q, u, r, t=0.25)
-            np.testing.assert_allclose(values[(point, "A")].reshape(disk.nx, disk.nx), A,
-                                       rtol=1e-12, atol=1e-12 * np.abs(A).max())
+    check_driver_against_python(module, result.stdout, exact=path == "straight-line" and model == "disk")
 
 
-def test_standalone_c_matches_python_module_bit_for_bit(disk, tmp_path):
+@pytest.mark.parametrize("model", ["disk", "bicycle"])
+def test_standalone_c_matches_python_module_bit_for_bit(request, tmp_path, model):
     """Built with the flags the module uses (-O2 -std=c99), the C gives the same bits."""
-    binary = compile_driver(disk, tmp_path, ["-O2"])
+    module = request.getfixturevalue(model)
+    binary = compile_driver(module, tmp_path, ["-O2"])
     result = subprocess.run([str(binary)], capture_output=True, text=True, check=True)
-    check_driver_against_python(disk, result.stdout)
+    check_driver_against_python(module, result.stdout)
     values = parse_driver(result.stdout)
-    qd, ud = disk.state_derivative(values[(0, "q")], values[(0, "u")], values[(0, "r")], t=0.25)
+    qd, ud = module.state_derivative(values[(0, "q")], values[(0, "u")], values[(0, "r")], t=0.25)
     assert np.array_equal(values["ud"], ud) and np.array_equal(values["qd"], qd)
+
+
+def test_exported_bicycle_example_builds_and_matches_python(bicycle, tmp_path):
+    op = codegen.operating_point("bicycle", "upright", v=4.0)
+    export_c(package_dir(bicycle), tmp_path, "bicycle", "upright at 4 m/s", 0.0, op.q, op.u, op.r)
+    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    result = subprocess.run(["./example"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    matrices = parse_example(result.stdout)
+    A, B = bicycle.linearize(*op)
+    assert np.array_equal(matrices["A"], A) and np.array_equal(matrices["B"], B)
 
 
 def test_header_documents_the_interface(disk):
