@@ -238,13 +238,20 @@ class CompiledModel:
         for key, array in arrays.items():
             flat[key] = self._rows(array, array.shape[:-1], shape, array.shape[-1])
         flat["t"] = self._rows(t, t.shape, shape, None)
-        for key, array in flat.items():
+        # NaN and Inf are refused by the C (status NONFINITE_INPUT), so valid
+        # batches are not scanned twice; _raise then names the argument.
+        return _Batch(shape, flat)
+
+    def _nonfinite_detail(self, batch):
+        """InputError naming the first non-finite argument and batch index."""
+        shape = batch.shape
+        for key, array in batch.arrays.items():
             if not np.all(np.isfinite(array)):
                 bad = np.argwhere(~np.isfinite(array.reshape(array.shape[0], -1)))[0][0]
                 index = tuple(int(i) for i in np.unravel_index(bad, shape)) if shape else ()
                 where = f" at batch index {index}" if array.shape[0] > 1 else ""
-                raise InputError(f"{self.name}: {key} holds a non-finite value{where}")
-        return _Batch(shape, flat)
+                return InputError(f"{self.name}: {key} holds a non-finite value{where}")
+        return None
 
     @staticmethod
     def _rows(array, own_shape, shape, length):
@@ -259,6 +266,10 @@ class CompiledModel:
 
     # -- errors ----------------------------------------------------------------
     def _raise(self, status, index, batch, dependent_q=None, dependent_u=None, tol=None):
+        if status == NONFINITE_INPUT:
+            error = self._nonfinite_detail(batch)
+            if error is not None:
+                raise error
         where = ""
         if batch.shape:
             where = f" at batch index {tuple(int(i) for i in np.unravel_index(index, batch.shape))}"

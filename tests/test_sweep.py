@@ -35,3 +35,20 @@ def test_sweep_cli_writes_csv_and_png(tmp_path):
     assert np.allclose(values[:, 0], np.linspace(0, 1, 11))
     png = out.with_suffix(".png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10000
+
+
+def test_bicycle_sweep_cli_prints_weave_and_capsize_speeds(bicycle, build_dir, tmp_path):
+    """The classic figure of the benchmark paper; the build comes from the
+    session's bicycle through the built-in recipe cache."""
+    out = tmp_path / "bicycle_sweep"
+    result = subprocess.run([sys.executable, "-m", "codegen", "sweep", "bicycle", "--from", "0", "--to", "10",
+                             "--num", "41", "--out", str(out), "--output-dir", str(build_dir)],
+                            capture_output=True, text=True, env=dict(os.environ, CI="true"))
+    assert result.returncode == 0, result.stderr
+    lines = {line.split(":")[0].strip(): line for line in result.stdout.splitlines() if "speed:" in line}
+    weave = float(lines["weave speed"].split("=")[1].split()[0])
+    capsize = float(lines["capsize speed"].split("=")[1].split()[0])
+    assert abs(weave - 4.29238253634111) < 1e-9 and abs(capsize - 6.02426201538837) < 1e-9
+    rows = list(csv.reader(out.with_suffix(".csv").open()))
+    assert len(rows) == 42 and rows[0][0] == "v"
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
