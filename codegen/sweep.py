@@ -93,8 +93,40 @@ def _transitions(system, values, growth, mode_names):
         side = "below" if unstable[i] else "above"
         witness = growth[i][1] if unstable[i] else growth[i + 1][1]
         mode = "oscillatory" if abs(witness.imag) > 1e-9 * max(1.0, abs(witness)) else "real"
-        transitions.append(Transition(0.5 * (low + high), mode, side, mode_names.get(mode, "")))
+        value = 0.5 * (low + high)
+        # Eigenvalues near zero do not count in the bisection (structural zeros
+        # are indistinguishable from them), so a real mode crossing zero is
+        # located only where it leaves that band. Follow the crossing
+        # eigenvalue itself to its zero instead, when it can be followed.
+        stable_end = values[i + 1] if unstable[i] else values[i]
+        value = _follow_to_zero(system, low if unstable[i] else high, float(stable_end), value)
+        transitions.append(Transition(value, mode, side, mode_names.get(mode, "")))
     return transitions
+
+
+def _follow_to_zero(system, unstable_value, stable_value, fallback):
+    """Parameter where the eigenvalue that is unstable at ``unstable_value``
+    has zero real part, by bisection on that eigenvalue (the one nearest to it
+    as the parameter moves); ``fallback`` if it cannot be followed to a sign
+    change (e.g. a real pair turning into an oscillatory one at zero)."""
+    _, witness = system.growth(unstable_value)
+
+    def real_part(value):
+        eigenvalues = system.eigenvalues([value])[0]
+        return float(eigenvalues[np.argmin(np.abs(eigenvalues - witness))].real)
+
+    low, high = unstable_value, stable_value
+    if not (real_part(low) > 0 > real_part(high)):
+        return fallback
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            break
+        if real_part(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return 0.5 * (low + high)
 
 
 def sweep(module, make_point, param, start, stop, num, states=(), fixed=None, mode_names=None):
