@@ -15,11 +15,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+if len(sys.argv) > 1 and sys.argv[1] in ("bench", "scaling"):
+    # Idle OpenBLAS workers spin after each NumPy linear-algebra call; on this
+    # class of machine (2 hyperthreads) they halve the speed of the core our
+    # one-thread timings run on. Set before NumPy loads; inherited by the
+    # SymPy routes' subprocesses.
+    for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
+
+import numpy as np  # noqa: E402
 
 
 def _load_model(spec):

@@ -1451,8 +1451,11 @@ def _system_line():
         load = "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
     except OSError:
         load = ""
+    blas = os.environ.get("OPENBLAS_NUM_THREADS")
     return (f"{platform.machine()}, {os.cpu_count()} cores" + (f" ({load})" if load else "") +
-            f"; {version}; flags {' '.join(flags)}; Python {platform.python_version()}")
+            f"; {version}; flags {' '.join(flags)}; Python {platform.python_version()}" +
+            (f"; OPENBLAS_NUM_THREADS={blas}" if blas else "; BLAS threads not pinned (their idle "
+             "spinning can slow one-thread timings)"))
 
 
 def format_report(report):
