@@ -74,6 +74,13 @@ class Trace:
         """A statement with an effect (a store or a check): always kept."""
         self.lines.append((None, text, self.section))
 
+    def store(self, flag, target, values):
+        """``target[i] = values[i]`` when ``flag`` (the checks passed)."""
+        self.emit(f"if ({flag}) {{")
+        for i, value in enumerate(values):
+            self.emit(f"    {target}[{i}] = {_c(value)};")
+        self.emit("}")
+
     def neg(self, a):
         if _is_const(a):
             return -a
@@ -320,20 +327,14 @@ class NumericStage:
             lu_q = TracedLU(tq, W["M_qq"], choose_pivots([s["M_qq"] for s in samples]),
                             tau, rtol, "qq")
             qd = lu_q.solve([[tq.neg(x[0])] for x in W["kinematic_residual"]])
-        tq.emit("if (fast_qq) {")
-        for i in range(nq):
-            tq.emit(f"    w->qd[{i}] = {_c(qd[i][0])};")
-        tq.emit("}")
+        tq.store("fast_qq", "w->qd", [row[0] for row in qd])
 
         # ud*
         tu = tq
         tu.next_section("fast_uu")
         lu_u = TracedLU(tu, W["M_uu"], choose_pivots([s["M_uu"] for s in samples]), tau, rtol, "uu")
         ud = lu_u.solve([[tu.neg(x[0])] for x in W["speed_residual"]])
-        tu.emit("if (fast_uu) {")
-        for i in range(nw):
-            tu.emit(f"    w->ud[{i}] = {_c(ud[i][0])};")
-        tu.emit("}")
+        tu.store("fast_uu", "w->ud", [row[0] for row in ud])
 
         # the rest: K_c, K_v, C products, block solve
         tr = tq
@@ -366,25 +367,22 @@ class NumericStage:
                 rows.append(row)
             return rows
 
-        def times_C_0(T):
+        def times_selection(X, independent, dependent, K):
+            """X P_i - X P_d K: the product with C_0 (K = K_c) or C_2 (K = K_u)."""
             rows = []
-            for i in range(len(T)):
-                row = [T[i][k] for k in ind_q]
-                for a in range(nc):
-                    for k in range(len(ind_q)):
-                        row[k] = tr.sub_mul(row[k], T[i][dep_q[a]], K_c[a][k])
+            for i in range(len(X)):
+                row = [X[i][k] for k in independent]
+                for a, column in enumerate(dependent):
+                    for k in range(len(independent)):
+                        row[k] = tr.sub_mul(row[k], X[i][column], K[a][k])
                 rows.append(row)
             return rows
 
+        def times_C_0(T):
+            return times_selection(T, ind_q, dep_q, K_c)
+
         def times_C_2(A_xu):
-            rows = []
-            for i in range(len(A_xu)):
-                row = [A_xu[i][k] for k in ind_u]
-                for a in range(nv):
-                    for k in range(len(ind_u)):
-                        row[k] = tr.sub_mul(row[k], A_xu[i][dep_u[a]], K_u[a][k])
-                rows.append(row)
-            return rows
+            return times_selection(A_xu, ind_u, dep_u, K_u)
 
         A_q = [x + y for x, y in zip(times_C_0(plus_times_C_1(W["A_qq"], W["A_qu"])),
                                      times_C_2(W["A_qu"]))]
