@@ -120,6 +120,53 @@ def random_point(module, rng):
     return q, u, rng.uniform(-3, 3, 2)
 
 
+@pytest.mark.parametrize("changed", [{}, {"rR": 0.35, "lam": 0.4, "c": 0.1}])
+@pytest.mark.parametrize("v", [0.0, 5.0, 10.0])
+def test_input_matrix_at_other_speeds_and_parameters(bicycle, v, changed):
+    """B does not depend on v in the benchmark; with changed parameters it is
+    the inverse of that parameter set's mass matrix."""
+    A, B = bicycle.linearize(*upright(v, **changed))
+    _, B_rs = roll_steer_block(bicycle, A, B)
+    expected = bench.input_matrix(dict(bench.benchmark_parameters(), **changed))[2:]
+    np.testing.assert_allclose(B_rs, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+GENERAL_POINTS = [
+    ({}, {}),
+    ({"rR": 0.35, "lam": 0.4}, dict(yaw=-1.0, roll=-0.3, steer=-0.6, roll_rate=-0.4, steer_rate=1.1,
+                                    rear_wheel_rate=-20.0, T_roll=-2.0, T_steer=0.5)),
+]
+
+
+@pytest.mark.parametrize("changed, kwargs", GENERAL_POINTS)
+def test_general_point_is_consistent_and_not_an_equilibrium(bicycle, kane_reference, changed, kwargs):
+    op = codegen.operating_point("bicycle", "general", parameters=changed, **kwargs)
+    f_c, f_v = bicycle.constraint_residuals(op.q, op.u, op.p)
+    assert np.abs(f_c).max() < 1e-13 and np.abs(f_v).max() < 1e-12
+    # the module's own completion (generated Newton and solve) finds the same point
+    q, u = bicycle.complete(op.q, op.u, p=op.p)
+    np.testing.assert_allclose(q, op.q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(u, op.u, rtol=0, atol=1e-12)
+    assert abs(op.q[list(bicycle.q_names).index("pitch")] - op.p[list(bicycle.p_names).index("lam")]) > 1e-3
+    # state derivative agrees with SymPy's reduced equations (mass_matrix_full,
+    # forcing_full) and the point accelerates
+    qd, ud = bicycle.state_derivative(op.q, op.u, op.r, op.p)
+    qd_ref, ud_ref = kane_reference.state_derivative(op.q, op.u, op.r, op.p)
+    np.testing.assert_allclose(qd, qd_ref, rtol=1e-11, atol=1e-11 * np.abs(qd_ref).max())
+    np.testing.assert_allclose(ud, ud_ref, rtol=1e-10, atol=1e-10 * np.abs(ud_ref).max())
+    assert np.abs(ud).max() > 1e-1
+
+
+@pytest.mark.parametrize("changed, kwargs", GENERAL_POINTS)
+def test_reduced_A_B_at_general_points_against_constrained_finite_differences(
+        bicycle, kane_reference, changed, kwargs):
+    op = codegen.operating_point("bicycle", "general", parameters=changed, **kwargs)
+    A, B = bicycle.linearize(*op)
+    A_fd, B_fd = kane_reference.constrained_fd_AB(op.q, op.u, op.r, op.p)
+    np.testing.assert_allclose(A, A_fd, rtol=1e-6, atol=1e-6 * np.abs(A_fd).max())
+    np.testing.assert_allclose(B, B_fd, rtol=1e-6, atol=1e-6 * np.abs(B_fd).max())
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_reduced_A_B_against_constrained_finite_differences(bicycle, kane_reference, seed):
     q, u, r = random_point(bicycle, np.random.default_rng(seed))

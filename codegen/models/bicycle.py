@@ -22,8 +22,11 @@ evaluation time. At the nominal configuration (upright, zero steer) the pitch
 equals the steer axis tilt lambda and the benchmark's frame coincides with B.
 """
 
+import functools
 import math
+from types import SimpleNamespace
 
+import numpy as np
 import sympy as sm
 import sympy.physics.mechanics as me
 
@@ -41,11 +44,16 @@ DEFAULT_PARAMETERS = {
 }
 
 COORDINATES = ["yaw", "roll", "pitch", "steer", "rear_wheel", "front_wheel", "x", "y"]
+# speeds are the coordinate rates ("<coordinate>_rate"); these name their coordinates
+INDEPENDENT_SPEEDS = ["roll", "steer", "rear_wheel"]
+DEPENDENT_SPEEDS = ["yaw", "pitch", "front_wheel", "x", "y"]
 
 
-def make_model():
+def _kinematics():
+    """Symbols, frames, points and the constraints f_c, f_v (shared by
+    :func:`make_model` and the numeric completion of :func:`general`)."""
     p = {name: sm.Symbol(name) for name in DEFAULT_PARAMETERS}
-    w, c, lam, g = p["w"], p["c"], p["lam"], p["g"]
+    w, c, lam = p["w"], p["c"], p["lam"]
     rR, rF = p["rR"], p["rF"]
 
     q = {name: me.dynamicsymbols(name) for name in COORDINATES}
@@ -105,6 +113,21 @@ def make_model():
            front_wheel_contact.vel(N).dot(A.x), front_wheel_contact.vel(N).dot(A.y),
            front_wheel_contact.vel(N).dot(A.z)]
     f_v = [sm.Matrix([expr]).xreplace(qd_to_u)[0] for expr in f_v]
+    return SimpleNamespace(p=p, q=q, u=u, T_roll=T_roll, T_steer=T_steer, N=N, A=A, C=C, D=D, E=E, F=F,
+                           C_bench=C_bench, E_bench=E_bench, rear_centre=rear_centre,
+                           frame_centre=frame_centre, front_centre=front_centre,
+                           fork_centre=fork_centre, coordinates=coordinates, speeds=speeds,
+                           kinematic=kinematic, f_c=f_c, f_v=f_v)
+
+
+def make_model():
+    k = _kinematics()
+    p, q, u, N, A, C, D, E, F = k.p, k.q, k.u, k.N, k.A, k.C, k.D, k.E, k.F
+    g, T_roll, T_steer = p["g"], k.T_roll, k.T_steer
+    C_bench, E_bench = k.C_bench, k.E_bench
+    rear_centre, frame_centre = k.rear_centre, k.frame_centre
+    front_centre, fork_centre = k.front_centre, k.fork_centre
+    coordinates, speeds = k.coordinates, k.speeds
 
     rear_frame = me.RigidBody(
         "rear_frame", frame_centre, C, p["mB"],
@@ -122,12 +145,12 @@ def make_model():
              (C, T_roll * A.x - T_steer * C.z), (E, T_steer * C.z)]
 
     dependent_q = [q["pitch"]]
-    dependent_u = [u[name] for name in ("yaw", "pitch", "front_wheel", "x", "y")]
+    dependent_u = [u[name] for name in DEPENDENT_SPEEDS]
     kane = me.KanesMethod(
         N, q_ind=[qi for qi in coordinates if qi not in dependent_q],
-        u_ind=[ui for ui in speeds if ui not in dependent_u], kd_eqs=kinematic,
-        q_dependent=dependent_q, configuration_constraints=f_c,
-        u_dependent=dependent_u, velocity_constraints=f_v)
+        u_ind=[ui for ui in speeds if ui not in dependent_u], kd_eqs=k.kinematic,
+        q_dependent=dependent_q, configuration_constraints=k.f_c,
+        u_dependent=dependent_u, velocity_constraints=k.f_v)
     kane.kanes_equations(bodies, loads)
     parameters = {p[name]: value for name, value in DEFAULT_PARAMETERS.items()}
     return Model(kane, parameters=parameters, inputs=[T_roll, T_steer], name="bicycle",
@@ -146,13 +169,60 @@ def upright(parameters, v=5.0):
     u["front_wheel"] = -v / parameters["rF"]
     u["x"] = v
     order = [name for name in COORDINATES if name != "pitch"] + ["pitch"]
-    speeds_order = [name for name in COORDINATES
-                    if name not in ("yaw", "pitch", "front_wheel", "x", "y")] + \
-        ["yaw", "pitch", "front_wheel", "x", "y"]
+    speeds_order = INDEPENDENT_SPEEDS + DEPENDENT_SPEEDS
     return [q[name] for name in order], [u[name] for name in speeds_order], [0.0, 0.0]
 
 
-OPERATING_POINTS = {"upright": upright}
+@functools.lru_cache(maxsize=1)
+def _constraint_functions():
+    """Numeric f_c, d f_c/d pitch and the velocity-constraint matrix d f_v/d u
+    (f_v is linear and homogeneous in u), as functions of (q by name in
+    COORDINATES order, parameters in DEFAULT_PARAMETERS order)."""
+    k = _kinematics()
+    q_symbols = sm.symbols(" ".join(f"q_{name}" for name in COORDINATES))
+    to_symbols = dict(zip(k.coordinates, q_symbols))
+    p_symbols = [k.p[name] for name in DEFAULT_PARAMETERS]
+    f_c = k.f_c[0].xreplace(to_symbols)
+    pitch = to_symbols[k.q["pitch"]]
+    B_v = sm.Matrix(k.f_v).jacobian(k.speeds).xreplace(to_symbols)
+    args = [list(q_symbols), p_symbols]
+    return (sm.lambdify(args, f_c, "math"), sm.lambdify(args, f_c.diff(pitch), "math"),
+            sm.lambdify(args, B_v, "numpy"))
+
+
+def general(parameters, yaw=0.3, roll=0.15, steer=0.25, rear_wheel=1.0, front_wheel=-0.5,
+            x=0.4, y=-0.2, roll_rate=0.6, steer_rate=-0.8, rear_wheel_rate=-12.0,
+            T_roll=0.7, T_steer=-1.3, tol=1e-14):
+    """A consistent point that is neither upright nor an equilibrium: the
+    given coordinates and independent speeds (roll_rate, steer_rate,
+    rear_wheel_rate) and inputs; the pitch solved from the front contact
+    constraint by Newton's method starting at lambda; the dependent speeds
+    solved from the (linear) velocity constraints."""
+    f_c, df_c, B_v = _constraint_functions()
+    p = [parameters[name] for name in DEFAULT_PARAMETERS]
+    q = dict(yaw=yaw, roll=roll, pitch=parameters["lam"], steer=steer, rear_wheel=rear_wheel,
+             front_wheel=front_wheel, x=x, y=y)
+    for _ in range(50):
+        values = [q[name] for name in COORDINATES]
+        residual = f_c(values, p)
+        if abs(residual) <= tol * max(parameters["rR"], parameters["rF"]):
+            break
+        q["pitch"] -= residual / df_c(values, p)
+    else:
+        raise ValueError(f"bicycle.general: no pitch makes the front wheel touch the ground "
+                         f"(roll {roll}, steer {steer}; residual {residual:.3e})")
+    values = [q[name] for name in COORDINATES]
+    matrix = np.asarray(B_v(values, p), dtype=float)
+    column = {name: i for i, name in enumerate(COORDINATES)}
+    given = {"roll": roll_rate, "steer": steer_rate, "rear_wheel": rear_wheel_rate}
+    independent = np.array([given[name] for name in INDEPENDENT_SPEEDS])
+    dependent = np.linalg.solve(matrix[:, [column[name] for name in DEPENDENT_SPEEDS]],
+                                -matrix[:, [column[name] for name in INDEPENDENT_SPEEDS]] @ independent)
+    order = [name for name in COORDINATES if name != "pitch"] + ["pitch"]
+    return ([q[name] for name in order], list(independent) + list(dependent), [T_roll, T_steer])
+
+
+OPERATING_POINTS = {"upright": upright, "general": general}
 DEFAULT_OPERATING_POINT = ("upright", {"v": 5.0})
 ROLL_STEER = ["roll", "steer", "roll_rate", "steer_rate"]
 SWEEP = {"point": "upright", "param": "v", "states": ROLL_STEER,
