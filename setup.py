@@ -6,12 +6,12 @@ setup(
     description="Linearized equations of motion of constrained multibody systems, "
                 "generated as C and compiled for Python",
     python_requires=">=3.9",
-    packages=["codegen", "codegen.models", "codegen.templates"],
+    packages=["codegen", "codegen.bench", "codegen.models", "codegen.templates"],
     # templates/ lives at the top of the source tree; installed as codegen/templates
     package_dir={"codegen.templates": "templates"},
     package_data={"codegen.templates": ["*.jinja"]},
     install_requires=[
-        "sympy>=1.12",
+        "sympy>=1.14,<1.15",   # the versions tested (codegen/sympy_adapter.py checks)
         "numpy>=1.22",
         "cython>=3.0",
         "setuptools",
@@ -21,7 +21,7 @@ setup(
         # CSE output (and so the golden files) depends on the SymPy version
         # dask: the test that sweeps through dask.array; casadi: the peer the
         # benchmark compares with (its test skips without it)
-        "test": ["pytest>=7", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]", "casadi"],
+        "test": ["pytest>=7", "hypothesis", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]", "casadi"],
         # the PNG of `python -m codegen sweep`
         "plot": ["matplotlib"],
         # python -m codegen bench: CasADi, the strongest peer

@@ -9,7 +9,7 @@ and measures
   Model), derivation, CSE and emission, Cython, C compilation;
 * the operation count after CSE and the size of the generated C;
 * the time per operating point: the bare C function in a C loop (the timing
-  driver of :mod:`codegen.bench`), a batch of points in one Python call, one
+  driver of :mod:`codegen.bench.c_driver`), a batch of points in one Python call, one
   Python call.
 
 It prints a table and writes ``scaling[_closed].csv`` and
@@ -26,7 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bench
+from .build import copy_c_sources, derivation_of, forced_build
+from .c_driver import c_loop_seconds, compile_object, run_c_driver
+from .casadi import casadi_available, generate_casadi
+from .common import Settings, system_line
+from .points import benchmark_points
+from .python_calls import batch_threads, time_batch, time_single_call
 
 COLUMNS = [
     ("n", "n", "{:d}"),
@@ -47,7 +52,7 @@ COLUMNS = [
     ("threads", "threads", "{:d}"),
     ("single_us", "1 call us", "{:.3f}"),
 ]
-# with --casadi: CasADi's build of the same mathematics (codegen.casadi_route)
+# with --casadi: CasADi's build of the same mathematics (codegen.bench.casadi)
 CASADI_COLUMNS = [
     ("casadi_bytes", "CasADi C bytes", "{:,d}"),
     ("casadi_generate_s", "CasADi gen s", "{:.2f}"),
@@ -67,7 +72,7 @@ def _cell(fmt, value):
 def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, casadi_limit=None):
     """Build ``cart_chain(n, closed)`` from scratch in ``work`` and time it: one row (dict).
     With ``casadi_limit`` (seconds) also CasADi's C for the same mathematics."""
-    from .models import cart_chain
+    from ..models import cart_chain
 
     say = progress or (lambda message: None)
     say(f"cart_chain n={n}{' closed' if closed else ''}: forming the equations")
@@ -75,58 +80,55 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
     model = cart_chain.make_model(n, closed)
     formed = time.perf_counter() - started
     say(f"cart_chain n={n}: derivation, CSE, emission, compile")
-    artifact, derivation, module, _ = bench.forced_build(model, work / "build")
+    artifact, module, _ = forced_build(model, work / "build")
     timings = artifact.timings
     name = model.name
     c_dir = work / f"c_{name}"
-    c_dir.mkdir(parents=True, exist_ok=True)
-    for suffix in (".c", ".h"):
-        shutil.copyfile(Path(artifact.package_dir) / f"{name}{suffix}", c_dir / f"{name}{suffix}")
-    c_bytes = sum((c_dir / f"{name}{s}").stat().st_size for s in (".c", ".h"))
+    c_bytes = copy_c_sources(artifact, name, c_dir)
 
-    settings = bench.Settings(c_repeats=repeats, c_repeat_seconds=0.01, py_repeats=repeats,
-                              py_repeat_seconds=0.02, batch_size=batch_size,
-                              batch_repeats=repeats)
+    settings = Settings(c_repeats=repeats, c_repeat_seconds=0.01, py_repeats=repeats,
+                        py_repeat_seconds=0.02, batch_size=batch_size, batch_repeats=repeats)
     q = np.zeros(module.nq)
     q0, u0 = module.complete(q, np.zeros(module.nu))
     base = (q0, u0, np.zeros(module.nr), np.array(module.default_parameters), 0.0)
-    points = bench.benchmark_points(module, base)
+    points = benchmark_points(module, base)
     casadi = {}
     objects = [c_dir / f"{name}.o"]
     casadi_name = None
-    if casadi_limit and derivation is not None and bench.casadi_available():
+    if casadi_limit and casadi_available():
         say(f"cart_chain n={n}: CasADi (limit {casadi_limit:g} s)")
-        status, info = bench.generate_casadi(derivation, f"{name}_casadi", c_dir, casadi_limit)
+        status, info = generate_casadi(derivation_of(model, artifact), f"{name}_casadi", c_dir,
+                                       casadi_limit)
         casadi = dict(casadi_bytes=None, casadi_generate_s=None, casadi_compile_s=None,
                       casadi_us=None)
         if status == "ok":
             source = c_dir / f"{name}_casadi.c"
             casadi["casadi_bytes"] = source.stat().st_size + source.with_suffix(".h").stat().st_size
             casadi["casadi_generate_s"] = info["build"] + info["generate"]
-            seconds, obj = bench.compile_object(source, c_dir, casadi_limit)
+            seconds, obj = compile_object(source, c_dir, casadi_limit)
             casadi["casadi_compile_s"] = seconds
             if seconds is not None:
                 objects.append(obj)
                 casadi_name = f"{name}_casadi"
     say(f"cart_chain n={n}: timing")
-    bench.compile_object(c_dir / f"{name}.c", c_dir)
-    c = bench.run_c_driver(c_dir, name, points, settings, objects, casadi_name,
-                           nx=module.nx, nr=module.nr)
+    compile_object(c_dir / f"{name}.c", c_dir)
+    c = run_c_driver(c_dir, name, points, settings, objects, casadi_name, nx=module.nx, nr=module.nr)
     if c.casadi is not None:
         casadi["casadi_us"] = c.casadi[0] * 1e-3
-    c_min, c_median = bench.c_loop_seconds(c)
-    batch_min, _ = bench.time_batch(module, points, settings)
-    batch_1_min, _ = bench.time_batch(module, points, settings, threads=1)
-    single_min, _ = bench.time_single_call(module, points, settings)
+    c_min, c_median = c_loop_seconds(c)
+    batch_min, _ = time_batch(module, points, settings)
+    batch_1_min, _ = time_batch(module, points, settings, threads=1)
+    single_min, _ = time_single_call(module, points, settings)
     row = dict(
         n=n, nx=module.nx, nc=module.nc,
         operations=int(artifact.record.get("operation_count", -1)), c_bytes=c_bytes,
         model_s=formed, derive_s=timings.get("derivation", 0.0),
-        cse_emit_s=timings.get("CSE", 0.0) + timings.get("emission", 0.0), cython_s=timings.get("cython", 0.0),
+        cse_emit_s=timings.get("CSE", 0.0) + timings.get("emission", 0.0),
+        cython_s=timings.get("cython", 0.0),
         compile_s=timings.get("compile", 0.0),
         c_loop_us=c_min * 1e6, c_loop_median_us=c_median * 1e6,
         batch_us=batch_min * 1e6, batch_1_us=batch_1_min * 1e6, single_us=single_min * 1e6,
-        threads=bench.batch_threads(module))
+        threads=batch_threads(module))
     row["total_s"] = (row["model_s"] + row["derive_s"] + row["cse_emit_s"] + row["cython_s"] +
                       row["compile_s"])
     row.update(casadi)
@@ -228,7 +230,7 @@ def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, pr
     stem = "scaling_closed" if closed else "scaling"
     kind = "closed loop (tip on a vertical line)" if closed else "open chain"
     out(f"scaling: n-link pendulum on a cart, {kind}, n = {', '.join(map(str, sizes))}")
-    out(f"  machine: {bench._system_line()}")
+    out(f"  machine: {system_line()}")
     out(f"  each build from scratch (no cache); times per point: min over {repeats} repeats, "
         f"batch of {batch_size} points (on all cores, and on one thread)")
     rows = []

@@ -1,0 +1,96 @@
+"""The benchmark's operating points: consistent, not an equilibrium, few exact zeros.
+
+The model's default operating point (zeros for a user model) with its
+independent coordinates, speeds and inputs moved by about 0.1 and completed
+onto the constraints by our module; 63 more points within about 1e-3 of it,
+which the C loop and the batch cycle through so that nothing can be hoisted
+out of the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .common import NPOINTS
+
+
+@dataclass
+class Points:
+    """Consistent operating points (rows), with qd*, ud* from our module."""
+
+    t: np.ndarray
+    q: np.ndarray
+    u: np.ndarray
+    r: np.ndarray
+    p: np.ndarray     # one parameter vector, shared
+    qd: np.ndarray
+    ud: np.ndarray
+
+    def __len__(self):
+        return len(self.t)
+
+    def row(self, i):
+        return dict(t=float(self.t[i]), q=self.q[i].tolist(), u=self.u[i].tolist(),
+                    r=self.r[i].tolist(), p=self.p.tolist(), qd=self.qd[i].tolist(),
+                    ud=self.ud[i].tolist())
+
+
+def inputs_of(module, r):
+    """``r`` for the module, or None for a model without inputs (an (n, 0) batch
+    of inputs is refused by the runtime)."""
+    return None if module.nr == 0 else r
+
+
+def base_point(module, spec, model_module):
+    """(q, u, r, p, t) of the model's default operating point, else the zero state."""
+    from ..pipeline import operating_point
+
+    if model_module is not None and hasattr(model_module, "DEFAULT_OPERATING_POINT"):
+        name, kwargs = model_module.DEFAULT_OPERATING_POINT
+        try:
+            op = operating_point(spec, name, **kwargs)
+            if len(op.q) == module.nq and len(op.u) == module.nu:
+                r = op.r if len(op.r) == module.nr else np.zeros(module.nr)
+                return op.q, op.u, r, op.p, op.t
+        except Exception:  # a family that needs other arguments: fall back to zeros
+            pass
+    # a user model: the zero state completed onto the constraints, else (singular
+    # there) seeded random independent coordinates
+    rng = np.random.default_rng(1)
+    guesses = [np.zeros(module.nq)] + [rng.uniform(-1, 1, module.nq) for _ in range(20)]
+    for q in guesses:
+        try:
+            q, u = module.complete(q, np.zeros(module.nu))
+            module.linearize(q, u, None)
+            return q, u, np.zeros(module.nr), np.array(module.default_parameters), 0.0
+        except Exception as error:  # singular or not converged here: try another guess
+            last = error
+    raise RuntimeError(f"{module.name}: found no consistent operating point to benchmark at "
+                       f"(last error: {last})")
+
+
+def benchmark_points(module, base, count=NPOINTS, seed=0, spread=0.1, jitter=1e-3):
+    """``count`` consistent points near ``base`` (see the module docstring)."""
+    q0, u0, r0, p, t0 = base
+    rng = np.random.default_rng(seed)
+    ind_q = [i for i in range(module.nq) if i not in module.dependent_q]
+    ind_u = [i for i in range(module.nu) if i not in module.dependent_u]
+    q = np.tile(np.asarray(q0, float), (count, 1))
+    u = np.tile(np.asarray(u0, float), (count, 1))
+    r = np.tile(np.asarray(r0, float), (count, 1))
+    centre_q = spread * rng.uniform(-1, 1, len(ind_q))
+    centre_u = spread * rng.uniform(-1, 1, len(ind_u))
+    centre_r = spread * rng.uniform(-1, 1, module.nr)
+    q[:, ind_q] += centre_q + jitter * rng.uniform(-1, 1, (count, len(ind_q)))
+    u[:, ind_u] += centre_u + jitter * rng.uniform(-1, 1, (count, len(ind_u)))
+    r += centre_r + jitter * rng.uniform(-1, 1, (count, module.nr))
+    q[0, ind_q] = np.asarray(q0, float)[ind_q] + centre_q
+    u[0, ind_u] = np.asarray(u0, float)[ind_u] + centre_u
+    r[0] = np.asarray(r0, float) + centre_r
+    p = np.asarray(p, float)
+    t = np.full(count, float(t0))
+    q, u = module.complete(q, u, p, t)
+    qd, ud = module.state_derivative(q, u, inputs_of(module, r), p, t)
+    return Points(t, q, u, r, p, qd, ud)

@@ -1,0 +1,68 @@
+"""Our module from Python: one ``linearize`` call per point, and a batch in one call."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+
+import numpy as np
+
+from .common import NPOINTS, min_median
+from .points import inputs_of
+
+
+def time_single_call(module, points, settings):
+    """Seconds per ``module.linearize`` call with one point (min, median)."""
+    rows = [(points.q[i], points.u[i], inputs_of(module, points.r[i]), points.p, float(points.t[i]))
+            for i in range(len(points))]
+    linearize = module.linearize
+    for args in rows[:4]:
+        linearize(*args)
+
+    def loop(number):
+        started = time.perf_counter()
+        for k in range(number):
+            linearize(*rows[k & (NPOINTS - 1)])
+        return time.perf_counter() - started
+
+    number = 16
+    while loop(number) < settings.py_repeat_seconds and number < 1 << 24:
+        number *= 2
+    return min_median([loop(number) / number for _ in range(settings.py_repeats)])
+
+
+def supports_threads(module):
+    """Whether ``module.linearize`` takes ``threads=`` (batches split across cores)."""
+    try:
+        return "threads" in inspect.signature(module.linearize).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def batch_threads(module):
+    """Threads a large batch runs on by default (1 if the runtime does not split)."""
+    if not supports_threads(module):
+        return 1
+    from .. import runtime
+    return int(getattr(runtime, "_CORES", os.cpu_count() or 1))
+
+
+def time_batch(module, points, settings, threads=None):
+    """Seconds per point of one ``module.linearize`` call on a batch (min, median);
+    ``threads``: passed on when the runtime supports it (default: its default)."""
+    size = settings.batch_size
+    reps = -(-size // len(points))
+    q = np.tile(points.q, (reps, 1))[:size]
+    u = np.tile(points.u, (reps, 1))[:size]
+    r = np.tile(points.r, (reps, 1))[:size]
+    t = np.tile(points.t, reps)[:size]
+    r = inputs_of(module, r)
+    options = {"threads": threads} if threads is not None and supports_threads(module) else {}
+    module.linearize(q, u, r, points.p, t, **options)
+    samples = []
+    for _ in range(settings.batch_repeats):
+        started = time.perf_counter()
+        module.linearize(q, u, r, points.p, t, **options)
+        samples.append((time.perf_counter() - started) / size)
+    return min_median(samples)

@@ -1,0 +1,195 @@
+"""One benchmark run: every route for each model, printed as soon as measured."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .build import copy_c_sources, forced_build, form_model
+from .c_driver import c_loop_seconds, compile_object, run_c_driver
+from .casadi import casadi_sources, casadi_variant
+from .common import Settings, max_abs_diff, min_median, say, system_line
+from .points import base_point, benchmark_points, inputs_of
+from .python_calls import batch_threads, time_batch, time_single_call
+from .report import ModelReport, Row, format_report, format_time
+from .sympy_routes import SYMPY_ROUTES, run_sympy_route
+from .targets import evaluate_targets
+
+
+def bench_model(spec, settings, progress=None):
+    """Measure every route for one model; returns a :class:`ModelReport`."""
+    work_root = Path(settings.work_dir) if settings.work_dir else None
+    if work_root:
+        work_root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"codegen-bench-{Path(str(spec)).stem}-", dir=work_root))
+    try:
+        return _bench_model(spec, settings, work, progress)
+    finally:
+        if not settings.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _c_rows(c, c_again, settings, A_ref, B_ref):
+    """Our bare C loop: the faster of the runs before and after the Python rows
+    (the machine's speed drifts on shared cores), and the loop without the check."""
+    best = c_again if c_again.ours[0] < c.ours[0] else c
+    which = " (faster of two runs, before and after the Python rows)" if best is c_again else \
+        " (faster of two runs)"
+    return [Row("c_loop", "ours: bare C loop (no Python)", *c_loop_seconds(best),
+                max_diff=max(max_abs_diff(c.A, A_ref), max_abs_diff(c.B, B_ref)),
+                note=f"{c.iterations} calls per repeat{which}", samples=settings.c_repeats),
+            Row("c_loop_nocheck", "ours: bare C loop, no constraint check",
+                *(v * 1e-9 for v in c.ours_nocheck), max_diff=None,
+                note="tol < 0: f_c, f_v not evaluated", samples=settings.c_repeats)]
+
+
+def _python_rows(module, points, settings):
+    threads = batch_threads(module)
+    rows = [Row("batch", f"ours: batch of {settings.batch_size} in one call",
+                *time_batch(module, points, settings), max_diff=0.0,
+                note=(f"{threads} threads" if threads > 1 else "one thread"),
+                samples=settings.batch_repeats)]
+    if threads > 1:
+        rows.append(Row("batch_1", "ours: the same batch on one thread",
+                        *time_batch(module, points, settings, threads=1), max_diff=0.0,
+                        note="threads=1", samples=settings.batch_repeats))
+    rows.append(Row("single", "ours: one linearize call from Python",
+                    *time_single_call(module, points, settings), max_diff=0.0,
+                    samples=settings.py_repeats))
+    return rows
+
+
+def _casadi_row(variant, c_ours, A_ref, B_ref, settings):
+    """A CasADi build's row; ours and CasADi were timed in the same process, so
+    CasADi's times are scaled by ours in that run: the ratio to the ours row is
+    the in-run ratio."""
+    label = f"{variant['label']}: bare C loop"
+    if not variant["ok"]:
+        return Row(variant["key"], label, status=variant["status"], note=variant["note"]), None
+    run = variant["run"]
+    diff = max(max_abs_diff(run.A_casadi, A_ref), max_abs_diff(run.B_casadi, B_ref))
+    ours_then = min_median(run.ours)[0]
+    factor = (c_ours.min / (ours_then * 1e-9)) if ours_then else 1.0
+    return Row(variant["key"], label, *(v * 1e-9 * factor for v in run.casadi), max_diff=diff,
+               setup={"CasADi SX + codegen": variant["code"]["generate"],
+                      "compile": variant["code"]["compile"]},
+               note=f"ours {ours_then:.0f} ns in the same run", samples=settings.c_repeats), diff
+
+
+def _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress):
+    if not settings.sympy:
+        return [Row(route, SYMPY_ROUTES[route][0], status="skipped", note="--no-sympy")
+                for route in settings.sympy_routes]
+    if getattr(model, "kane", None) is None:
+        return [Row(route, SYMPY_ROUTES[route][0], status="skipped",
+                    note="the model's KanesMethod is not available")
+                for route in settings.sympy_routes]
+    rows = []
+    sympy_points = [points.row(i) for i in range(min(len(points), 16))]
+    for route in settings.sympy_routes:
+        say(progress, f"{model.name}: {SYMPY_ROUTES[route][0]} (limit {settings.sympy_limit:g} s)")
+        row, A, B = run_sympy_route(spec, route, sympy_points, settings)
+        if A is not None:
+            row.max_diff = max(max_abs_diff(A, A_ref), max_abs_diff(B, B_ref))
+        rows.append(row)
+    return rows
+
+
+def _bench_model(spec, settings, work, progress):
+    say(progress, f"{spec}: forming the equations")
+    model, model_module, formed = form_model(spec)
+    name = model.name
+    say(progress, f"{name}: forced build (derivation, CSE, emission, compile)")
+    artifact, module, imported = forced_build(model, work / "build")
+    stages = {"equations of motion (model)": formed, **artifact.timings, "import": imported}
+    sizes = dict(nq=module.nq, nu=module.nu, nr=module.nr, np=module.np, nc=module.nc,
+                 nv=module.nv, nx=module.nx)
+    c_dir = work / "c"
+    code = {"ours": {"bytes": copy_c_sources(artifact, name, c_dir),
+                     "generate": sum(artifact.timings.get(k, 0.0)
+                                     for k in ("derivation", "CSE", "emission"))}}
+
+    # CasADi: generate (forked child, before anything else runs threads) and compile,
+    # from our derivation and from the KanesMethod's symbolically reduced one
+    variants = []
+    for key, label, source in casadi_sources(model, artifact):
+        variant = casadi_variant(key, label, source, f"{name}_{key}", c_dir, settings, progress, name)
+        code[key] = variant["code"]
+        variants.append(variant)
+    code["ours"]["compile"], _ = compile_object(c_dir / f"{name}.c", c_dir)
+
+    points = benchmark_points(module, base_point(module, spec, model_module), seed=settings.seed)
+    A_ref, B_ref = module.linearize(points.q[0], points.u[0], inputs_of(module, points.r[0]),
+                                    points.p, float(points.t[0]))
+    ours_object = c_dir / f"{name}.o"
+
+    say(progress, f"{name}: C loop")
+    c = run_c_driver(c_dir, name, points, settings, [ours_object], None, module.nx, module.nr)
+    for variant in (v for v in variants if v["ok"]):
+        say(progress, f"{name}: C loop, ours and {variant['label']}, alternating")
+        try:
+            variant["run"] = run_c_driver(c_dir, name, points, settings,
+                                          [ours_object, c_dir / f"{variant['name']}.o"],
+                                          variant["name"], module.nx, module.nr)
+        except RuntimeError as error:
+            variant["ok"] = False
+            variant["note"] = f"the C driver with CasADi's code failed ({error})"
+    say(progress, f"{name}: Python: batch and single calls")
+    python_rows = _python_rows(module, points, settings)
+    c_again = run_c_driver(c_dir, name, points, settings, [ours_object], None, module.nx, module.nr)
+    rows = _c_rows(c, c_again, settings, A_ref, B_ref) + python_rows
+
+    casadi_diff = None
+    for variant in variants:
+        row, diff = _casadi_row(variant, rows[0], A_ref, B_ref, settings)
+        rows.append(row)
+        if diff is not None:
+            casadi_diff = diff if casadi_diff is None else max(casadi_diff, diff)
+    rows += _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress)
+
+    report = ModelReport(spec=str(spec), name=name, sizes=sizes,
+                         operation_count=int(artifact.record.get("operation_count", -1)),
+                         stage_seconds=stages, rows=rows, code=code,
+                         casadi_note="; ".join(v["note"] for v in variants if v["note"]),
+                         casadi_diff=casadi_diff,
+                         scale=float(max([1.0, np.max(np.abs(A_ref), initial=0.0),
+                                          np.max(np.abs(B_ref), initial=0.0)])))
+    report.targets = evaluate_targets(report)
+    return report
+
+
+def default_models():
+    from ..models import BUILTIN
+    return ["disk"] + (["bicycle"] if "bicycle" in BUILTIN else [])
+
+
+def run(models=None, settings=None, out=print, progress=None):
+    """Benchmark ``models`` (default: disk, and bicycle when it is registered);
+    prints each table through ``out`` as soon as it is measured; returns the reports."""
+    settings = settings or Settings()
+    models = list(models) if models else default_models()
+    out(f"codegen bench: {', '.join(models)}")
+    out(f"  machine: {system_line()}")
+    out(f"  repeats: C {settings.c_repeats} x ~{format_time(settings.c_repeat_seconds)}, "
+        f"single call {settings.py_repeats}, batch {settings.batch_repeats}, "
+        f"numeric Linearizer {settings.linearizer_repeats} (after one warm-up), "
+        f"lambdified {settings.lambdified_repeats}; "
+        f"SymPy limit {settings.sympy_limit:g} s per route, "
+        f"CasADi limit {settings.casadi_limit:g} s")
+    reports = []
+    for spec in models:
+        try:
+            report = bench_model(spec, settings, progress)
+        except Exception as error:  # one model's failure must not lose the others' results
+            if len(models) == 1:
+                raise
+            out(f"\n== {spec}: benchmark failed: {type(error).__name__}: {error}")
+            continue
+        report.system = system_line()
+        out("")
+        out(format_report(report))
+        reports.append(report)
+    return reports

@@ -1,0 +1,92 @@
+"""The issue's performance targets, judged on one run's numbers (min times)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .casadi import VARIANTS as CASADI_VARIANTS
+from .report import format_ratio, format_time
+
+
+@dataclass
+class Target:
+    text: str
+    measured: str
+    verdict: str        # PASS, MISS or n/a
+
+
+def _have(row):
+    return row is not None and row.min is not None and row.status == "ok"
+
+
+def _casadi_target(get, c):
+    """Ours vs the strongest peer: the faster CasADi build that finished."""
+    peers = [get(key) for key in CASADI_VARIANTS]
+    timed = [row for row in peers if _have(row)]
+    casadi = min(timed, key=lambda row: row.min) if timed else next((r for r in peers if r), None)
+    text = "ours vs CasADi, bare C per call >= 1x (goal 1.5x)"
+    if not (_have(c) and _have(casadi)):
+        return Target(text, casadi.note if casadi is not None else "not measured", "n/a")
+    ratio = casadi.min / c.min
+    median_ratio = casadi.median / c.median
+    goal = " (goal 1.5x: " + ("met" if ratio >= 1.5 else "not met") + ")"
+    return Target(text, f"{ratio:.2f}x (medians {median_ratio:.2f}x){goal} vs the faster "
+                  f"CasADi build ({casadi.label.split(':')[0]})", "PASS" if ratio >= 1.0 else "MISS")
+
+
+def _python_targets(c, batch, single, one_thread):
+    out = []
+    if _have(c) and _have(one_thread):
+        ratio = one_thread.min / c.min
+        out.append(Target("batch from Python within 1.5x of bare C (one thread)",
+                          f"{ratio:.2f}x; on all threads {batch.min / c.min:.2f}x "
+                          f"(speed-up {one_thread.min / batch.min:.2f}x)",
+                          "PASS" if ratio <= 1.5 else "MISS"))
+    elif _have(c) and _have(batch):
+        ratio = batch.min / c.min
+        out.append(Target("batch from Python within 1.5x of bare C", f"{ratio:.2f}x",
+                          "PASS" if ratio <= 1.5 else "MISS"))
+    if _have(c) and _have(single):
+        overhead = single.min - c.min
+        out.append(Target("single Python call adds <= ~2 us", format_time(overhead),
+                          "PASS" if overhead <= 2e-6 else "MISS"))
+    return out
+
+
+def _sympy_targets(get, batch, one_thread):
+    def also_one_thread(reference):
+        if _have(one_thread) and one_thread is not batch:
+            return f"; one thread {format_ratio(reference / one_thread.min)}x"
+        return ""
+
+    out = []
+    lambdified = [get(k) for k in ("symbolic_AB", "symbolic_MAB")]
+    finished = [r for r in lambdified if _have(r)]
+    text = ">= 100x (batch) vs SymPy's fastest lambdified route"
+    if _have(batch) and finished:
+        fastest = min(finished, key=lambda r: r.min)
+        ratio = fastest.min / batch.min
+        out.append(Target(text, f"{format_ratio(ratio)}x vs {fastest.label} "
+                          f"({format_time(fastest.min)}){also_one_thread(fastest.min)}",
+                          "PASS" if ratio >= 100 else "MISS"))
+    else:
+        why = "; ".join(f"{r.label}: {r.note or r.status}" for r in lambdified if r is not None)
+        out.append(Target(text, why or "not measured", "n/a"))
+    linearizer = get("linearizer")
+    text = ">= 1e5x (batch) vs SymPy's numeric Linearizer"
+    if _have(batch) and linearizer is not None and linearizer.min is not None:
+        ratio = linearizer.min / batch.min
+        out.append(Target(text, f"{format_ratio(ratio)}x{also_one_thread(linearizer.min)}",
+                          "PASS" if ratio >= 1e5 else "MISS"))
+    else:
+        out.append(Target(text, (linearizer.note or linearizer.status) if linearizer else
+                          "not measured", "n/a"))
+    return out
+
+
+def evaluate_targets(report):
+    """The issue's performance targets against this run's numbers (min times)."""
+    get = report.row
+    c, batch, one_thread = get("c_loop"), get("batch"), get("batch_1")
+    return ([_casadi_target(get, c)] + _python_targets(c, batch, get("single"), one_thread)
+            + _sympy_targets(get, batch, one_thread))

@@ -1,0 +1,154 @@
+"""Every access to SymPy's private attributes, in one place, with a version check.
+
+``KanesMethod`` keeps the equations a user wrote in private attributes
+(``_qdep``, ``_f_h``, ``_f_nh``, ``_k_kqdot_implicit``, ``_fr``, ...), and
+``Linearizer`` keeps its partition and its lazy setup in others (``_qd``,
+``_setup_done``, ...). SymPy may rename or change them in any release, so
+codegen reads them only through the functions below, and only with a SymPy
+version these functions were checked with (:data:`TESTED_SYMPY`): another
+version raises :class:`UntestedSymPyError` on import, saying what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import sympy as sm
+from sympy.physics.mechanics import dynamicsymbols
+
+from .errors import CodegenError
+
+# (major, minor) releases of SymPy whose private attributes this module was
+# checked against (the tests pin sympy==1.14.0: CSE output depends on it too)
+TESTED_SYMPY = ((1, 14),)
+# set to 1 to run with another SymPy anyway, at your own risk
+ALLOW_UNTESTED = "CODEGEN_ALLOW_UNTESTED_SYMPY"
+
+
+class UntestedSymPyError(CodegenError, ImportError):
+    """The installed SymPy is not one whose internals codegen was checked with."""
+
+
+def _release(version):
+    """``"1.14.0"`` -> (1, 14); None if the string does not start that way."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def check_sympy_version(version=sm.__version__):
+    """Raise :class:`UntestedSymPyError` unless ``version`` is a tested release
+    (or ``$CODEGEN_ALLOW_UNTESTED_SYMPY`` is set)."""
+    if _release(version) in TESTED_SYMPY or os.environ.get(ALLOW_UNTESTED):
+        return
+    tested = ", ".join(f"{major}.{minor}.x" for major, minor in TESTED_SYMPY)
+    raise UntestedSymPyError(
+        f"codegen reads private attributes of SymPy's KanesMethod and Linearizer, checked with "
+        f"SymPy {tested} only; SymPy {version} is installed. Install a tested release "
+        f"(pip install 'sympy=={TESTED_SYMPY[-1][0]}.{TESTED_SYMPY[-1][1]}.0'), or set "
+        f"{ALLOW_UNTESTED}=1 to try this one (and check the results against the tests)")
+
+
+check_sympy_version()
+
+
+def _column(rows):
+    """A column matrix of ``rows`` (a possibly empty matrix or sequence)."""
+    rows = list(rows) if rows is not None else []
+    return sm.Matrix(rows) if rows else sm.zeros(0, 1)
+
+
+# -- KanesMethod -------------------------------------------------------------------------
+
+
+def dependent_coordinates(kane):
+    """The dependent coordinates q_d, in the KanesMethod's order."""
+    return list(kane._qdep)
+
+
+def dependent_speeds(kane):
+    """The dependent speeds u_d, in the KanesMethod's order."""
+    return list(kane._udep)
+
+
+def auxiliary_speeds(kane):
+    """The auxiliary speeds (empty for most models)."""
+    uaux = getattr(kane, "_uaux", None)
+    return [] if uaux is None else list(uaux)
+
+
+def fr_frstar(kane):
+    """``(Fr, Fr*)`` of ``kanes_equations()``; ``(None, None)`` before it was called."""
+    return getattr(kane, "_fr", None), getattr(kane, "_frstar", None)
+
+
+def inertial_frame(kane):
+    """The inertial reference frame the KanesMethod was made with."""
+    return kane._inertial
+
+
+def kinematic_coefficients(kane):
+    """``(k_kqdot, k_ku, f_k)`` of the kinematic equations as the user wrote
+    them, ``k_kqdot qd + k_ku u + f_k = 0``, before KanesMethod's symbolic solve
+    for qd (SymPy >= 1.13 keeps that implicit form; older releases only the
+    solved one)."""
+    return (getattr(kane, "_k_kqdot_implicit", kane._k_kqdot),
+            getattr(kane, "_k_ku_implicit", kane._k_ku),
+            getattr(kane, "_f_k_implicit", kane._f_k))
+
+
+def kinematic_equations(kane):
+    """``k_kqdot qd + k_ku u + f_k``: the residuals of :func:`kinematic_coefficients`."""
+    k_kqdot, k_ku, f_k = kinematic_coefficients(kane)
+    qd = sm.Matrix([qi.diff(dynamicsymbols._t) for qi in kane.q])
+    return k_kqdot * qd + k_ku * sm.Matrix(kane.u) + f_k
+
+
+def solved_kinematic_terms(kane):
+    """``f_k`` of the solved kinematic equations ``qd = -f_k - k_ku u`` (k_kqdot
+    the identity): the terms free of qd and u, as ``to_linearizer`` uses them."""
+    return kane._f_k
+
+
+def configuration_constraints(kane):
+    """``f_c(q, t)``: a column of l residuals (0 x 1 without constraints)."""
+    return _column(kane._f_h)
+
+
+def velocity_constraint_coefficients(kane):
+    """``(k_nh, f_nh)`` of the velocity constraints ``k_nh u + f_nh = 0`` (linear
+    in u, as SymPy splits them; empty matrices without constraints)."""
+    return kane._k_nh, kane._f_nh
+
+
+def velocity_constraints(kane):
+    """``f_v(q, u, t) = k_nh u + f_nh``: a column of m residuals (0 x 1 without)."""
+    k_nh, f_nh = velocity_constraint_coefficients(kane)
+    if not len(f_nh):
+        return sm.zeros(0, 1)
+    return f_nh + k_nh * sm.Matrix(kane.u)
+
+
+# -- Linearizer --------------------------------------------------------------------------
+
+
+def set_linearizer_partition(lin, q_i, q_d, u_i, u_d):
+    """Give a Linearizer (not yet set up) another partition, with its q and u
+    reordered to [independent, dependent] (see codegen.reference, pitfall 3)."""
+    t = dynamicsymbols._t
+    lin.q_i, lin.q_d = sm.Matrix(q_i), (sm.Matrix(q_d) if q_d else sm.Matrix())
+    lin.u_i, lin.u_d = sm.Matrix(u_i), (sm.Matrix(u_d) if u_d else sm.Matrix())
+    lin.q = sm.Matrix(list(q_i) + list(q_d))
+    lin.u = sm.Matrix(list(u_i) + list(u_d))
+    lin._qd = lin.q.diff(t)
+    lin._ud = lin.u.diff(t)
+    # as Linearizer.__init__: a qd that is also a speed is replaced by a Dummy
+    duplicates = set(lin._qd).intersection(lin.u)
+    lin._qd_dup = sm.Matrix([v if v not in duplicates else sm.Dummy() for v in lin._qd])
+
+
+def linearizer_states(lin):
+    """The state vector of a Linearizer's A, ``perm_mat^T [q; u]`` (sets it up)."""
+    if not lin._setup_done:
+        lin._setup()
+    return lin.perm_mat.T * lin.q.col_join(lin.u)
