@@ -57,6 +57,20 @@ _pool_lock = threading.Lock()
 _pool = None
 
 
+def _forget_pool_in_child():
+    """A forked child inherits the pool object but not its worker threads, so
+    work submitted to it would wait forever (fork is multiprocessing's default
+    on Linux). The child starts its own pool when it needs one, under a new
+    lock: another thread may have held the old one at the fork."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):   # POSIX; without fork there is nothing to reset
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _executor():
     global _pool
     with _pool_lock:
@@ -94,6 +108,36 @@ def run_batch(function, n, inputs, options, outputs, threads=None, work_per_poin
         if status != OK:
             return status, start + index
     return OK, n
+
+
+# the blocks named in messages about NaN or Inf, for people
+_BLOCK_DESCRIPTIONS = {
+    "f_c": "f_c (the configuration constraints)",
+    "f_v": "f_v (the velocity constraints)",
+    "kinematic_residual": "the kinematic equations",
+    "M_qq": "M_qq (d f_k/d qd)",
+    "qd": "qd*",
+    "speed_residual": "the dynamic equations",
+    "M_uu": "M_uu (the speed mass matrix)",
+    "ud": "ud*",
+    "J_c": "J_c (d f_c/d q)",
+    "J_vq": "d f_v/d q",
+    "B_v": "B_v (d f_v/d u)",
+}
+
+
+_INT_MAX = 2**31 - 1   # the C int of max_iter
+
+
+def _shown(value):
+    """repr for a message, cut short (an int of 400 digits is not read)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:30] + "..."
+
+
+def _plain_number(value):
+    """A Python int or float a C double holds (the single-point fast path)."""
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) < 1e308)
 
 
 class _Batch:
@@ -158,17 +202,20 @@ class CompiledModel:
     def _parameter_dict(self, values):
         p = self.default_parameters.copy()
         for key, value in values.items():
+            # a SymPy Symbol stands for its name (without importing SymPy here)
+            key = key if isinstance(key, str) else getattr(key, "name", key)
             try:
                 index = self.p_names.index(key)
             except ValueError:
                 raise InputError(f"{self.name}: unknown parameter {key!r}; "
                                  f"parameters are {', '.join(self.p_names)}") from None
             if isinstance(value, (complex, np.complexfloating)):
-                raise InputError(f"{self.name}: parameter {key!r} must be a real number, got {value!r}")
+                raise InputError(f"{self.name}: parameter {key!r} must be a real number, got {_shown(value)}")
             try:
                 p[index] = float(value)
-            except (TypeError, ValueError):
-                raise InputError(f"{self.name}: parameter {key!r} must be a number, got {value!r}") from None
+            except (TypeError, ValueError, OverflowError):
+                raise InputError(f"{self.name}: parameter {key!r} must be a number that fits "
+                                 f"a double, got {_shown(value)}") from None
         return p
 
     def _partition(self, given, count, dependent_count, names, label):
@@ -195,20 +242,46 @@ class CompiledModel:
             raise InputError(f"{self.name}: {label} repeats an index: {indices}")
         return indices
 
-    def _indices(self, given, count, dependent_count, names, label):
+    def _indices(self, given, count, dependent_count, names, label, default):
+        """The partition for the kernel: None for the model's default, also
+        when given explicitly (in any order: the rows and columns of the
+        results follow the model's order, not that of dependent_q), so the
+        call takes the straight-line code of the default partition."""
         indices = self._partition(given, count, dependent_count, names, label)
-        return None if indices is None else np.array(indices, dtype=np.intc)
+        if indices is None or sorted(indices) == sorted(default):
+            return None
+        return np.array(indices, dtype=np.intc)
 
-    def _vector(self, value, length, label):
+    def _partitions(self, dependent_q, dependent_u):
+        return (self._indices(dependent_q, self.nq, self.nc, self.q_names, "dependent_q",
+                              self.dependent_q),
+                self._indices(dependent_u, self.nu, self.nv, self.u_names, "dependent_u",
+                              self.dependent_u))
+
+    def _numbers(self, value, label, what="an array of numbers"):
+        """``value`` as a float array; InputError for what is not real numbers."""
         if isinstance(value, dict):
             raise InputError(f"{self.name}: {label} must be an array, not a dict")
         try:
             array = np.asarray(value)
-            if array.dtype.kind == "c":
-                raise InputError(f"{self.name}: {label} holds complex values; it must be real")
-            array = np.asarray(array, dtype=float)
+        except (TypeError, ValueError, OverflowError):   # e.g. ragged nested lists
+            raise InputError(f"{self.name}: {label} must be {what}") from None
+        # NumPy would keep only the real part of complex values (with a warning)
+        # and would parse strings: refuse both
+        if array.dtype.kind == "c" or (array.dtype.kind == "O" and any(
+                isinstance(x, (complex, np.complexfloating)) for x in array.flat)):
+            raise InputError(f"{self.name}: {label} holds complex values; it must be real")
+        if array.dtype.kind not in "biufO":
+            raise InputError(f"{self.name}: {label} must be {what}, got dtype {array.dtype}")
+        try:
+            return np.asarray(array, dtype=float)
+        except OverflowError:
+            raise InputError(f"{self.name}: {label} holds a number too large for a double") from None
         except (TypeError, ValueError):
-            raise InputError(f"{self.name}: {label} must be an array of numbers") from None
+            raise InputError(f"{self.name}: {label} must be {what}") from None
+
+    def _vector(self, value, length, label):
+        array = self._numbers(value, label)
         if array.ndim == 0 or array.shape[-1] != length:
             raise InputError(f"{self.name}: {label} must have length {length} in its last "
                              f"dimension, got shape {array.shape}")
@@ -224,16 +297,24 @@ class CompiledModel:
         elif isinstance(p, dict):
             p = self._parameter_dict(p)
         arrays["p"] = self._vector(p, self.np, "p")
-        try:
-            t = np.asarray(t, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError(f"{self.name}: t must be a number or an array of numbers") from None
+        t = self._numbers(t, "t", "a number or an array of numbers")
         try:
             shape = np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()), t.shape)
         except ValueError:
             shapes = ", ".join(f"{k}: {a.shape}" for k, a in arrays.items())
             raise InputError(f"{self.name}: leading (batch) dimensions do not broadcast: "
                              f"{shapes}, t: {t.shape}") from None
+        # t holds one time per point. With more dimensions than the batch of the
+        # vectors, broadcasting would form every combination: t of shape (100, 1)
+        # beside q of shape (100, 6) would make 100 x 100 points. Refuse that.
+        vector_dims = max(a.ndim - 1 for a in arrays.values())
+        if 0 < vector_dims < t.ndim:
+            points = np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()))
+            raise InputError(
+                f"{self.name}: t of shape {t.shape} has more dimensions than the batch of "
+                f"q, u, r, p {points}, so broadcasting would make a batch of shape {shape}; "
+                f"t holds one time per point: pass t of shape {points} (or a scalar), or "
+                "give q, u, r or p the extra dimensions explicitly for a grid")
         flat = {}
         for key, array in arrays.items():
             flat[key] = self._rows(array, array.shape[:-1], shape, array.shape[-1])
@@ -265,7 +346,11 @@ class CompiledModel:
         return np.ascontiguousarray(rows, dtype=float)
 
     # -- errors ----------------------------------------------------------------
-    def _raise(self, status, index, batch, dependent_q=None, dependent_u=None, tol=None):
+    def _raise(self, status, index, batch, dependent_q=None, dependent_u=None, tol=None,
+               detail="", blocks=None):
+        """The exception for a failed call at batch point ``index``; ``detail``
+        follows the message and the index; ``blocks``: the blocks the call
+        evaluates, when not all (named if they hold NaN or Inf)."""
         if status == NONFINITE_INPUT:
             error = self._nonfinite_detail(batch)
             if error is not None:
@@ -276,8 +361,12 @@ class CompiledModel:
         message = self._kernel.status_message(status)
         dq = self.dependent_q if dependent_q is None else tuple(dependent_q)
         du = self.dependent_u if dependent_u is None else tuple(dependent_u)
+        hint = ""
         if status in (CONFIGURATION_CONSTRAINT, VELOCITY_CONSTRAINT):
             message += self._violation_detail(status, index, batch, tol)
+            hint = self._parameter_hint(self._row(batch, index)["p"])
+        elif status == NONFINITE_RESULT:
+            message += self._nonfinite_blocks(self._row(batch, index), blocks)
         elif status == SINGULAR_CONFIGURATION_PARTITION:
             message = (f"the constraint Jacobian block J_c P_qd (d f_c/d q in the columns of the "
                        f"dependent coordinates {[self.q_names[i] for i in dq]}) is singular; "
@@ -286,11 +375,39 @@ class CompiledModel:
             message = (f"the constraint Jacobian block B_v P_ud (d f_v/d u in the columns of the "
                        f"dependent speeds {[self.u_names[i] for i in du]}) is singular; "
                        "choose other dependent speeds (dependent_u=...)")
-        raise _EXCEPTION.get(status, EvaluationError)(f"{self.name}: {message}{where}")
+        raise _EXCEPTION.get(status, EvaluationError)(f"{self.name}: {message}{where}{detail}{hint}")
+
+    @staticmethod
+    def _row(batch, index):
+        """The arguments of batch point ``index``."""
+        return {k: a[index if a.shape[0] > 1 else 0] for k, a in batch.arrays.items()}
+
+    def _parameter_hint(self, p):
+        """Why a point may violate the constraints: it was made for other
+        parameters (e.g. the README's p={"r": 0.3} at a point made for r = 1)."""
+        changed = [f"{n} = {v:g}" for n, v, d in zip(self.p_names, p, self.default_parameters)
+                   if v != d]
+        if not changed:
+            return ""
+        return (f"; the parameters differ from the defaults ({', '.join(changed)}): a point made "
+                "for other parameter values is off the constraints, so make it for these: "
+                "codegen.operating_point(..., parameters={...}) for a built-in model, or "
+                "complete(q, u, p=...) to project it onto the constraints")
+
+    def _nonfinite_blocks(self, row, blocks=None):
+        """Which evaluated blocks hold NaN or Inf at the point (the kernel of a
+        module built by an older codegen cannot say)."""
+        diagnose = getattr(self._kernel, "nonfinite_blocks", None)
+        if diagnose is None:
+            return ""
+        names = diagnose(float(row["t"]), row["q"], row["u"], row["r"], row["p"])
+        names = [n for n in names if blocks is None or n in blocks]
+        if not names:
+            return ""
+        return "; NaN or Inf in " + ", ".join(_BLOCK_DESCRIPTIONS.get(n, n) for n in names)
 
     def _violation_detail(self, status, index, batch, tol):
-        row = {k: a[index if a.shape[0] > 1 else 0] for k, a in batch.arrays.items()}
-        f_c, f_v = self._residuals_at(row)
+        f_c, f_v = self._residuals_at(self._row(batch, index))
         if status == CONFIGURATION_CONSTRAINT:
             k = int(np.argmax(np.abs(f_c)))
             return f": f_c[{k}] = {f_c[k]:.3e} (tol {tol:g})"
@@ -308,8 +425,19 @@ class CompiledModel:
                   tol=1e-8, threads=None):
         """``(A, B)`` of ``d x/dt = A x + B r`` for the independent states x = [q_i, u_i].
 
-        q, u, r, p may carry leading batch dimensions (broadcast together with
-        t); p may be a dict of parameter values by name (others default).
+        Batches: q, u, r and p are vectors along their last axis; their leading
+        axes and all axes of t are batch axes, and the batch shape is
+        ``np.broadcast_shapes(q.shape[:-1], u.shape[:-1], r.shape[:-1],
+        p.shape[:-1], t.shape)``: A has shape ``batch + (nx, nx)``. So any
+        argument may be shared by all points (one vector, a scalar t), or
+        given per point, e.g. q and u of shape (k, nq) and (k, nu) with p of
+        shape (np,) or (k, np) and t scalar or of shape (k,). t holds one time
+        per point: when q, u, r or p have batch axes, t may not have more axes
+        than they have (t of shape (k, 1) beside q of shape (k, nq) would
+        broadcast to k x k points and is refused; pass t of shape (k,)). For a
+        grid, give the axes explicitly: q[None] and t[:, None].
+
+        p may also be a dict of parameter values by name (others default).
         ``dependent_q``/``dependent_u`` choose the partition (indices or names).
         The point must satisfy the constraints to ``tol`` (max-norm); pass
         ``tol=None`` to skip that check. Batches of at least
@@ -317,21 +445,25 @@ class CompiledModel:
         cores).
         """
         self._check_tol(tol)
-        if dependent_q is None and dependent_u is None and not isinstance(p, dict) \
-                and isinstance(t, (float, int)):
+        threads = self._check_threads(threads)
+        dq, du = self._partitions(dependent_q, dependent_u)
+        if dq is None and du is None and not isinstance(p, dict) and _plain_number(t):
             # one point, default partition: checked and evaluated in the kernel
             result = self._kernel.linearize_one(q, u, r, p, float(t), -1.0 if tol is None else float(tol))
             if result is not None:
                 return result
-        A, B, _, _ = self._linearize(q, u, r, p, t, dependent_q, dependent_u, tol, False, threads)
+        A, B, _, _ = self._linearize(q, u, r, p, t, dq, du, tol, False, threads)
         return A, B
 
     def linearize_full(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
                        tol=1e-8, threads=None):
         """``(A', B')``: derivatives of all coordinates and speeds (rows q, then u)
-        with respect to the independent states and the inputs."""
-        _, _, A_full, B_full = self._linearize(q, u, r, p, t, dependent_q, dependent_u, tol, True,
-                                               threads)
+        with respect to the independent states and the inputs. Arguments and
+        batches as for :meth:`linearize`."""
+        self._check_tol(tol)
+        threads = self._check_threads(threads)
+        dq, du = self._partitions(dependent_q, dependent_u)
+        _, _, A_full, B_full = self._linearize(q, u, r, p, t, dq, du, tol, True, threads)
         return A_full, B_full
 
     def _check_tol(self, tol, allow_none=True):
@@ -339,17 +471,23 @@ class CompiledModel:
             return
         try:
             ok = float(tol) >= 0.0
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             skip = " (None skips the check)" if allow_none else ""
-            raise InputError(f"{self.name}: tol must be a number >= 0{skip}, got {tol!r}")
+            raise InputError(f"{self.name}: tol must be a number >= 0{skip}, got {_shown(tol)}")
 
-    def _linearize(self, q, u, r, p, t, dependent_q, dependent_u, tol, full, threads):
-        self._check_tol(tol)
+    def _check_threads(self, threads):
+        if threads is None:
+            return None
+        if isinstance(threads, (int, np.integer)) and not isinstance(threads, bool) and threads >= 1:
+            return int(threads)
+        raise InputError(f"{self.name}: threads must be a whole number >= 1, or None (all cores "
+                         f"for large batches), got {_shown(threads)}")
+
+    def _linearize(self, q, u, r, p, t, dq, du, tol, full, threads):
+        """``dq``, ``du``: partition index arrays from :meth:`_partitions`."""
         batch = self._batch(q, u, r, p, t)
-        dq = self._indices(dependent_q, self.nq, self.nc, self.q_names, "dependent_q")
-        du = self._indices(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")
         n, nx, nr, ns = batch.size, self.nx, self.nr, self.nq + self.nu
         A = np.empty((n, nx * nx)) if not full else None
         B = np.empty((n, nx * nr)) if not full else None
@@ -367,7 +505,9 @@ class CompiledModel:
         return batch.reshape(A, nx, nx), batch.reshape(B, nx, nr), None, None
 
     def state_derivative(self, q, u, r=None, p=None, t=0.0, *, threads=None):
-        """``(qd, ud)``: time derivatives of all coordinates and speeds."""
+        """``(qd, ud)``: time derivatives of all coordinates and speeds.
+        Arguments and batches as for :meth:`linearize`."""
+        threads = self._check_threads(threads)
         batch = self._batch(q, u, r, p, t)
         n, a = batch.size, batch.arrays
         qd, ud = np.empty((n, self.nq)), np.empty((n, self.nu))
@@ -379,30 +519,48 @@ class CompiledModel:
         return batch.reshape(qd, self.nq), batch.reshape(ud, self.nu)
 
     def constraint_residuals(self, q, u, p=None, t=0.0):
-        """``(f_c, f_v)``: configuration and velocity constraint residuals."""
+        """``(f_c, f_v)``: configuration and velocity constraint residuals.
+        Arguments and batches as for :meth:`linearize`."""
         batch = self._batch(q, u, None, p, t)
         n, a = batch.size, batch.arrays
         f_c, f_v = np.empty((n, self.nc)), np.empty((n, self.nv))
         status, index = self._kernel.constraint_residuals(n, a["t"], a["q"], a["u"], a["p"], f_c, f_v)
         if status != OK:
-            self._raise(status, index, batch)
+            self._raise(status, index, batch, blocks=("f_c", "f_v"))
         return batch.reshape(f_c, self.nc), batch.reshape(f_v, self.nv)
 
     def complete(self, q, u, p=None, t=0.0, *, dependent_q=None, dependent_u=None, tol=1e-12,
                  max_iter=50):
         """``(q, u)`` with the dependent coordinates solved from f_c = 0 (Newton's
-        method from the given values) and the dependent speeds from f_v = 0."""
+        method from the given values, at most ``max_iter`` steps, until
+        |f_c|_inf <= tol) and the dependent speeds from f_v = 0. Arguments and
+        batches as for :meth:`linearize`."""
         self._check_tol(tol, allow_none=False)
+        if (isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer))
+                or not 0 <= max_iter <= _INT_MAX):
+            raise InputError(f"{self.name}: max_iter must be a whole number from 0 to {_INT_MAX}, "
+                             f"got {_shown(max_iter)}")
         batch = self._batch(q, u, None, p, t)
-        dq = self._indices(dependent_q, self.nq, self.nc, self.q_names, "dependent_q")
-        du = self._indices(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")
+        dq, du = self._partitions(dependent_q, dependent_u)
         n, a = batch.size, batch.arrays
-        q_out = np.array(np.broadcast_to(a["q"], (n, self.nq)))  # copies: completed in place
-        u_out = np.array(np.broadcast_to(a["u"], (n, self.nu)))
+        # copies, completed in place; order="C": a copy of a broadcast view
+        # (one row shared by all points) is not C-contiguous by default
+        q_out = np.array(np.broadcast_to(a["q"], (n, self.nq)), order="C")
+        u_out = np.array(np.broadcast_to(a["u"], (n, self.nu)), order="C")
         status, index = self._kernel.complete_point(n, a["t"], q_out, u_out, a["p"], dq, du,
                                                     float(tol), int(max_iter))
+        detail = ""
+        if status == NO_CONVERGENCE:
+            # q_out holds Newton's last iterate at the failing point
+            row = self._row(batch, index)
+            f_c, _ = self._residuals_at({**row, "q": q_out[index], "u": u_out[index]})
+            detail = (f": |f_c|_inf = {np.max(np.abs(f_c)):.3e} after {int(max_iter)} iterations "
+                      f"(tol {float(tol):g}); start nearer a solution, choose other dependent "
+                      "coordinates (dependent_q=...), or check that the constraints can be met")
         if status != OK:
-            self._raise(status, index, batch, dq, du, tol)
+            # blocks=(): Newton's iterates are not the given point, so the
+            # blocks evaluated there say nothing sure about the failure
+            self._raise(status, index, batch, dq, du, tol, detail, blocks=())
         return batch.reshape(q_out, self.nq), batch.reshape(u_out, self.nu)
 
     def __repr__(self):

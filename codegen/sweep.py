@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import InputError
+
 # eigenvalues smaller than this (relative to the largest) are structural zeros
 # (ignorable coordinates) and do not decide stability
 ZERO_EIGENVALUE = 1e-7
@@ -48,7 +50,7 @@ class _Subsystem:
         names = list(module.state_names)
         missing = [s for s in states if s not in names]
         if missing:
-            raise ValueError(f"unknown states {missing}; states are {names}")
+            raise InputError(f"unknown states {missing}; states are {names}")
         self.states = tuple(states) if states else tuple(names)
         self.rows = [names.index(s) for s in self.states]
 
@@ -131,6 +133,10 @@ def _follow_to_zero(system, unstable_value, stable_value, fallback):
 
 def sweep(module, make_point, param, start, stop, num, states=(), fixed=None, mode_names=None):
     """Eigenvalues of the ``states`` block of A for ``param`` from start to stop."""
+    if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 1:
+        raise InputError(f"the number of points must be a whole number >= 1, got {num!r}")
+    if not (np.isfinite(start) and np.isfinite(stop)):
+        raise InputError(f"the range of {param} must be finite, got {start!r} to {stop!r}")
     system = _Subsystem(module, make_point, param, states, fixed or {})
     values = np.linspace(start, stop, num)
     eigenvalues = system.eigenvalues(values)

@@ -65,6 +65,18 @@ def test_sweep_through_dask_array_matches_direct_calls(disk):
     np.testing.assert_allclose(growth, np.linalg.eigvals(A_direct).real.max(axis=1), atol=1e-12)
 
 
+def test_complete_with_one_row_shared_by_the_batch(disk, points):
+    """u given once for a batch of q: completed in copies that must be
+    C-contiguous (a plain copy of a broadcast view is not)."""
+    q, u = points
+    q_done, u_done = disk.complete(q[:5], u[0])
+    for i in range(5):
+        q_i, u_i = disk.complete(q[i], u[0])
+        assert np.array_equal(q_done[i], q_i) and np.array_equal(u_done[i], u_i)
+    q_done, u_done = disk.complete(q[0], u[:3])
+    assert q_done.shape == (3, 6) and np.array_equal(q_done[2], disk.complete(q[0], u[2])[0])
+
+
 def test_batch_of_empty_input_rows_for_a_model_without_inputs(disk, points):
     q, u = points
     A, B = disk.linearize(q[:5], u[:5], np.zeros((5, 0)))

@@ -67,6 +67,8 @@ def make_model(n=3, closed=False):
 
 def hanging(parameters, n=3, closed=False):
     """At rest, every link hanging straight down (cart at x0 when closed)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (the number of links) must be a whole number >= 1, got {n!r}")
     q = np.zeros(n + 1)
     q[0] = parameters.get("x0", 0.0)
     return q, np.zeros(n + 1), [0.0]

@@ -84,9 +84,16 @@ def _speeds(q, yaw_rate, lean_rate, spin_rate, r):
     return [u1, u2, u3, u4, u5, u6]
 
 
+def _radius(parameters):
+    r = parameters["r"]
+    if r == 0.0:   # the speeds below divide by it
+        raise ValueError("the radius r must not be zero")
+    return r
+
+
 def upright(parameters, v=0.5):
     """Upright steady rolling along n_x at forward speed v = -r q3'."""
-    r = parameters["r"]
+    r = _radius(parameters)
     q = [0.0, 0.0, 0.0, 0.0, 0.0, -r]
     return q, _speeds(q, 0.0, 0.0, -v / r, r)
 
@@ -99,7 +106,7 @@ def steady_turn_yaw_rates(parameters, lean, spin_rate):
     a quadratic in q1' (the chapter's printed root formula is that of the
     reciprocal quadratic, see ``tests/test_disk.py``).
     """
-    g, r = parameters["g"], parameters["r"]
+    g, r = parameters["g"], _radius(parameters)
     a = 1.25 * math.cos(lean) * math.sin(lean)
     b = 1.5 * math.cos(lean) * spin_rate
     c = g / r * math.sin(lean)
