@@ -18,6 +18,10 @@ BUILTIN = {
     "disk": "codegen.models.disk",
     "cart_chain": "codegen.models.cart_chain",
     "bicycle": "codegen.models.bicycle",
+    "fourbar": "codegen.models.fourbar",
+    "spencer_pendulum": "codegen.models.spencer_pendulum",
+    "parallel_fourbar": "codegen.models.parallel_fourbar",
+    "five_bar": "codegen.models.five_bar",
 }
 
 
