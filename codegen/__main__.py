@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import keyword
 import os
 import sys
 import time
@@ -67,8 +68,21 @@ def _default_point(module_spec, built, model_module):
     return "q_i = 0, u_i = 0 (dependent ones completed)", q, u, None, None
 
 
+def _import_hint(name, output_dir):
+    """How to use the built model: codegen.load works from any directory; the
+    import statement needs the output directory's parent on sys.path."""
+    from .compile import default_output_dir, resolve_output_dir
+
+    output_dir = resolve_output_dir(output_dir)
+    given = "" if output_dir == default_output_dir() else f", output_dir={str(output_dir)!r}"
+    hint = f"codegen.load({name!r}{given}) from any directory"
+    package = output_dir.name
+    if package.isidentifier() and not keyword.iskeyword(package):
+        hint += f", or import {package}.{name} with {output_dir.parent} on sys.path"
+    return hint
+
+
 def command_build(args):
-    from .compile import default_output_dir
     from .load import load_package
     from .pipeline import build_artifact, terminal_progress
 
@@ -106,10 +120,8 @@ def command_build(args):
     for stage, seconds in artifact.timings.items():
         print(f"  {stage:<22}{seconds:8.2f} s")
     print(f"  {'import':<22}{loaded:8.2f} s")
-    output_dir = args.output_dir or default_output_dir()
-    print(f"output: {artifact.link} -> {artifact.package_dir.name}  "
-          f"(import generated.{name}, or codegen.load({name!r}"
-          + (f", output_dir={str(output_dir)!r}" if args.output_dir else "") + "))")
+    print(f"output: {artifact.link} -> {artifact.package_dir.name}")
+    print(f"  use: {_import_hint(name, args.output_dir)}")
     print(f"  C: {artifact.package_dir / (name + '.c')}, {name}.h")
 
     try:
@@ -152,6 +164,31 @@ def command_export(args):
     return 0
 
 
+def _positive_count(text):
+    """argparse type of --num: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _assignment(text):
+    """argparse type of --set: name=number -> (name, value); a whole number
+    stays an int (e.g. branch=1 picks a root by index)."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected name=value (e.g. lean=0.2), got {text!r}")
+    try:
+        number = int(value) if value.strip().lstrip("+-").isdigit() else float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the value of {key.strip()!r} must be a number, "
+                                         f"got {value!r}") from None
+    return key.strip(), number
+
+
 def command_sweep(args):
     from .load import load_package
     from .models import BUILTIN, builtin_module
@@ -167,10 +204,9 @@ def command_sweep(args):
     if not param:
         raise SystemExit("give --param (an argument of the operating point, e.g. v)")
     states = args.states or defaults.get("states", ())
-    fixed = {}
-    for item in args.set or []:
-        key, _, value = item.partition("=")
-        fixed[key] = float(value)
+    fixed = dict(args.set or [])
+    # a wrong --param, --point or --set fails here, before the build
+    operating_point(args.model, point, **{**fixed, param: args.start})
     artifact, _ = build_builtin(args.model, args.output_dir, progress=terminal_progress())
     module = load_package(artifact.package_dir)
 
@@ -219,7 +255,7 @@ def command_bench(args):
 
 
 def command_scaling(args):
-    from . import scaling
+    from .bench import scaling
     from .pipeline import terminal_progress
 
     scaling.run(args.sizes, closed=args.closed, out_dir=args.out, repeats=args.repeats,
@@ -263,10 +299,11 @@ def main(argv=None):
     sweep.add_argument("--param", help="operating-point argument to vary (default: the model's, e.g. v)")
     sweep.add_argument("--from", dest="start", type=float, default=0.0)
     sweep.add_argument("--to", dest="stop", type=float, default=10.0)
-    sweep.add_argument("--num", type=int, default=201)
+    sweep.add_argument("--num", type=_positive_count, default=201)
     sweep.add_argument("--point", help="operating-point family (default: the model's)")
     sweep.add_argument("--states", nargs="*", help="state names whose block of A is analysed")
-    sweep.add_argument("--set", action="append", help="other operating-point arguments, name=value")
+    sweep.add_argument("--set", action="append", type=_assignment,
+                       help="other operating-point arguments, name=value")
     sweep.add_argument("--out", help="output path without suffix (default: sweep_<model>_<param>)")
     sweep.add_argument("--output-dir", default=None, help="where builds are cached")
     sweep.set_defaults(run=command_sweep)

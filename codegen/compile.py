@@ -1,35 +1,55 @@
 """Stage 4 of the pipeline: compile generated sources into an importable package.
 
-Layout of an output directory (default: ``generated/`` of the source tree)::
+Layout of an output directory (default: ``generated/`` of the source tree;
+always used as an absolute path, see :func:`resolve_output_dir`)::
 
     generated/
-        __init__.py                 makes ``import generated.disk`` work
-        disk -> .builds/disk-<key>  symbolic link, replaced atomically
-        .builds/disk-<key>/         one finished build: disk.c, disk.h, _disk.pyx,
-                                    __init__.py, the extension module, build.json
+        __init__.py                   makes ``import generated.disk`` work (with the
+                                      directory holding generated/ on sys.path)
+        disk -> .builds/disk-<key>    symbolic link to the current build's key link
+        .builds/
+            disk-<key> -> disk-<key>.<nonce>   key link: the current build of <key>
+            disk-<key>.<nonce>/       one finished build: disk.c, disk.h, _disk.pyx,
+                                      __init__.py, the extension module, build.json
+            disk.recipe-<recipe>      a built-in model's source hash -> "disk <key>"
+            .disk-<key>.tmp.<pid>.<host>.<random>/   a build in progress
 
 ``<key>`` hashes the model's content, the generator's code and templates, the
-compiler and the Python ABI. A build happens in a private temporary directory
-and is renamed into ``.builds/`` only when complete, and the link is swapped
-with one ``rename``: an interrupted build leaves no trace that could be
-imported, and concurrent builds of the same model agree on the result.
+compiler, the Python ABI, and the NumPy and Cython versions (an extension built
+against one NumPy does not import under another).
+
+Every build happens in a hidden temporary directory named after the creating
+process and host; when complete it is renamed to its own ``<name>-<key>.<nonce>``
+and only then linked, by an atomic ``rename`` of a symbolic link: a forced
+rebuild (``replace``) swaps the key link to the new build and removes the old
+one afterwards, so at every instant ``generated/<name>`` leads to a complete
+build. ``build.json`` records the size and SHA-256 of every file; a cached build
+that no longer matches (truncated, missing file) is rebuilt. Temporaries of
+processes that died (SIGKILL) and builds whose removal was interrupted are
+swept by later builds (:func:`_sweep`). Links already pointing at the right build
+are left alone, so a finished build in a read-only directory can still be used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 import os
+import re
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BuildError
+from .errors import BuildError, ModelError
 
 BUILD_RECORD = "build.json"
 
@@ -37,31 +57,90 @@ BUILD_RECORD = "build.json"
 C_STANDARD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-pedantic"]
 OPTIMIZATION_FLAGS = ["-O2"]
 
+# A model's name becomes file names (".builds/.<name>-<key>.tmp.<pid>.<host>.<random>"
+# must stay under the usual 255-byte limit) and C identifiers.
+MAX_NAME_LENGTH = 64
+
+# A temporary entry older than this is abandoned even if its pid is alive (the
+# pid may have been reused, or belong to another host sharing the directory).
+# Builds take seconds to minutes and touch their directory all along.
+STALE_SECONDS = 3600
+
+# Names of the hidden temporaries in .builds/: ".<base>.<kind>.<pid>.<host>.<random>"
+_TEMPORARY = re.compile(r"^\.(?P<base>.+)\.(?P<kind>tmp|old|link)\.(?P<pid>\d+)\.(?P<host>[0-9a-f]{8})\.[^.]+$")
+# A finished build directory: "<name>-<key>.<nonce>"
+_BUILD_DIR = re.compile(r"^(?P<base>[A-Za-z_][A-Za-z0-9_]*-[0-9a-f]{20})\.[0-9a-f]+$")
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
 
 def default_output_dir():
-    """``$CODEGEN_OUTPUT_DIR``, else ``generated/`` beside the ``codegen`` package."""
+    """``$CODEGEN_OUTPUT_DIR``, else ``generated/`` beside the ``codegen`` package (absolute)."""
     env = os.environ.get("CODEGEN_OUTPUT_DIR")
     if env:
-        return Path(env)
+        return Path(env).expanduser().resolve()
     return Path(__file__).resolve().parent.parent / "generated"
 
 
+def resolve_output_dir(output_dir=None):
+    """``output_dir`` as an absolute path (default :func:`default_output_dir`).
+
+    Absolute because the build runs Cython and the compiler in its temporary
+    directory, where a relative path would point elsewhere."""
+    if output_dir is None:
+        return default_output_dir()
+    return Path(output_dir).expanduser().resolve()
+
+
+def check_name(name):
+    """Refuse model names that cannot name a build (raises ModelError)."""
+    if len(name) > MAX_NAME_LENGTH:
+        raise ModelError(f"model name {name[:20]}... has {len(name)} characters; at most "
+                         f"{MAX_NAME_LENGTH} are allowed (it names files and C symbols): choose a shorter one")
+    if keyword.iskeyword(name):
+        raise ModelError(f"model name {name!r} is a Python keyword, so 'import generated.{name}' "
+                         "would be a syntax error: choose another name")
+
+
 def compiler():
-    return os.environ.get("CC") or sysconfig.get_config_var("CC").split()[0] or "cc"
+    """The C compiler, as the README says: ``$CC``, else ``cc``, else the compiler
+    Python was built with, ``gcc`` or ``clang``, whichever is on PATH first."""
+    env = os.environ.get("CC")
+    if env:
+        if shutil.which(env):
+            return env
+        raise BuildError(f"CC={env!r} is not an executable program (on PATH or as a path); "
+                         "set CC to a C compiler, e.g. CC=gcc, or unset it to use cc")
+    python_cc = (sysconfig.get_config_var("CC") or "").split()[:1]
+    for candidate in ["cc", *python_cc, "gcc", "clang"]:
+        if shutil.which(candidate):
+            return candidate
+    raise BuildError("no C compiler found (looked for $CC, cc, gcc and clang on PATH). Install one, "
+                     "e.g. 'apt-get install gcc' (Debian/Ubuntu), 'dnf install gcc' (Fedora), "
+                     "'xcode-select --install' (macOS), or set CC=/path/to/a/c/compiler")
 
 
 def _compiler_identity():
+    cc = compiler()
     try:
-        out = subprocess.run([compiler(), "--version"], capture_output=True, text=True, timeout=30)
-        return out.stdout.splitlines()[0] if out.stdout else compiler()
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.splitlines()[0] if out.stdout else cc
     except (OSError, subprocess.SubprocessError):
-        return compiler()
+        return cc
+
+
+def _numpy_and_cython():
+    """The versions an extension module depends on besides Python: built against
+    one NumPy, it fails to import under another ("numpy.dtype size changed")."""
+    import Cython
+    import numpy
+    return f"numpy {numpy.__version__} cython {Cython.__version__}"
 
 
 def cache_key(model_fingerprint, generator_fingerprint):
     h = hashlib.sha256()
     for part in (model_fingerprint, generator_fingerprint, _compiler_identity(),
-                 " ".join(C_STANDARD_FLAGS + OPTIMIZATION_FLAGS), sysconfig.get_config_var("EXT_SUFFIX")):
+                 " ".join(C_STANDARD_FLAGS + OPTIMIZATION_FLAGS), sysconfig.get_config_var("EXT_SUFFIX"),
+                 _numpy_and_cython()):
         h.update(str(part).encode())
         h.update(b"\x00")
     return h.hexdigest()[:20]
@@ -72,57 +151,232 @@ class BuiltArtifact:
     """A finished build on disk."""
 
     name: str
-    package_dir: Path       # the build's own directory (.builds/<name>-<key>)
+    package_dir: Path       # .builds/<name>-<key>: the key link, leads to this key's current build
     link: Path              # output_dir/<name>, pointing at package_dir
     cached: bool
     timings: dict           # stage -> seconds (this build; empty when cached)
     record: dict            # contents of build.json
 
 
-def _ensure_output_dir(output_dir):
-    output_dir.mkdir(parents=True, exist_ok=True)
-    marker = output_dir / "__init__.py"
-    if not marker.exists():
-        _write_atomically(marker, '"""Models built by codegen (python -m codegen build NAME)."""\n')
-    (output_dir / ".builds").mkdir(exist_ok=True)
+# -- temporaries and their sweeping -----------------------------------------------------
+
+def _temporary_name(base, kind):
+    """Hidden name of a temporary in .builds/ that says who made it (see _sweep)."""
+    return f".{base}.{kind}.{os.getpid()}.{_HOST}.{secrets.token_hex(4)}"
 
 
-def _write_atomically(path, text):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+def _alive(pid):
+    if os.name != "posix" or pid <= 0:
+        return True         # cannot tell: only the age decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True         # exists, another user's
+    return True
+
+
+def _remove(path):
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def _discard(build_dir):
+    """Remove a finished build that nothing links to any more. Renamed to a hidden
+    temporary first, so an interrupted removal leaves something _sweep recognizes."""
+    trash = build_dir.parent / _temporary_name(build_dir.name, "old")
+    try:
+        os.rename(build_dir, trash)
+    except OSError:
+        return              # already gone (or not ours to remove)
+    _remove(trash)
+
+
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def _sweep(builds):
+    """Remove what killed or crashed builds left in ``builds`` (.builds/):
+    temporaries whose process is dead (same host) or that are older than
+    STALE_SECONDS (also those of older versions, which carry no pid), and finished
+    build directories that no key link leads to for that long (a crash between
+    renaming a build into place and linking it, or before removing a replaced one).
+    Errors are ignored: sweeping is housekeeping, and the directory may be read-only."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(builds))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        temporary = _TEMPORARY.match(entry.name)
+        if temporary:
+            dead = temporary["host"] == _HOST and not _alive(int(temporary["pid"]))
+            abandoned = dead or age > STALE_SECONDS
+        elif entry.name.startswith("."):
+            abandoned = age > STALE_SECONDS
+        else:
+            build = _BUILD_DIR.match(entry.name)
+            abandoned = (build is not None and age > STALE_SECONDS
+                         and _readlink(Path(builds) / build["base"]) != entry.name)
+        if abandoned:
+            _remove(Path(entry.path))
+
+
+# -- verification ------------------------------------------------------------------------
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _file_facts(directory):
+    """Size and SHA-256 of every file of a build (build.json lists them)."""
+    return {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+            for p in sorted(Path(directory).iterdir()) if p.name != BUILD_RECORD and p.is_file()}
+
+
+def read_record(package_dir):
+    """The contents of ``package_dir``/build.json, or None if missing or unreadable."""
+    try:
+        return json.loads((Path(package_dir) / BUILD_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def build_problem(package_dir, record):
+    """None if the build in ``package_dir`` is complete and unchanged since it was
+    built, else what is wrong (a file missing, truncated or altered)."""
+    files = (record or {}).get("files")
+    if not files:
+        return f"{BUILD_RECORD} lists no files"
+    for file_name, facts in files.items():
+        try:
+            size = (Path(package_dir) / file_name).stat().st_size
+        except OSError:
+            return f"{file_name} is missing"
+        if size != facts["size"]:
+            return f"{file_name} has {size} bytes, {facts['size']} when built"
+    for file_name, facts in files.items():
+        if _sha256(Path(package_dir) / file_name) != facts["sha256"]:
+            return f"{file_name} changed since it was built"
+    return None
+
+
+# -- installation ------------------------------------------------------------------------
+
+def _write_atomically(path, text, temporary_dir):
+    fd, tmp = tempfile.mkstemp(dir=temporary_dir, prefix=_temporary_name(path.name, "tmp"))
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
-def _link(output_dir, name, target):
-    """Point output_dir/name at target with one atomic rename."""
+@contextmanager
+def _writing(output_dir):
+    """An OSError while writing into the output directory becomes a BuildError that
+    says where and what to do (a read-only or full disk, a path through a file)."""
+    try:
+        yield
+    except OSError as error:
+        raise BuildError(f"cannot write to {output_dir}: {error.strerror or error}"
+                         + (f" ({error.filename})" if error.filename else "")
+                         + "; choose a writable output directory (--output-dir, output_dir= "
+                         "or $CODEGEN_OUTPUT_DIR)") from error
+
+
+def _ensure_output_dir(output_dir):
+    # check before creating: nothing is written when all exists (read-only directories)
+    builds = output_dir / ".builds"
+    if not builds.is_dir():
+        builds.mkdir(parents=True, exist_ok=True)
+    marker = output_dir / "__init__.py"
+    if not marker.exists():
+        _write_atomically(marker, '"""Models built by codegen (python -m codegen build NAME)."""\n', builds)
+
+
+def _link(output_dir, name, key_link):
+    """Point output_dir/name at key_link with one atomic rename, unless it already does."""
     link = output_dir / name
+    target = os.path.relpath(key_link, output_dir)
+    if _readlink(link) == target:
+        return link
     if link.exists() and not link.is_symlink():
         raise BuildError(f"{link} exists and is not a link made by codegen; move it away")
-    tmp = output_dir / f".{name}.link-{os.getpid()}-{time.monotonic_ns()}"
-    os.symlink(os.path.relpath(target, output_dir), tmp)
+    tmp = output_dir / ".builds" / _temporary_name(name, "link")
+    os.symlink(target, tmp)
     os.replace(tmp, link)
     return link
 
 
-def find_build(output_dir, name, key):
-    package_dir = Path(output_dir) / ".builds" / f"{name}-{key}"
-    record = package_dir / BUILD_RECORD
-    if record.exists():
-        return package_dir, json.loads(record.read_text())
-    return None, None
+def find_build(output_dir, name, key, progress=None):
+    """``(key link, record)`` of the build of ``key`` if it is complete and
+    undamaged, else ``(None, None)``."""
+    key_link = resolve_output_dir(output_dir) / ".builds" / f"{name}-{key}"
+    package_dir = key_link.resolve()    # once: a concurrent --force may swap the link
+    record = read_record(package_dir)
+    if record is None:
+        return None, None
+    problem = build_problem(package_dir, record)
+    if problem:
+        if progress:
+            progress(f"the cached build {package_dir.name} is damaged ({problem}); rebuilding")
+        return None, None
+    return key_link, record
 
 
-def install_cached(output_dir, name, key):
+def install_cached(output_dir, name, key, progress=None):
     """The finished build for this key, linked as output_dir/name, or None."""
-    output_dir = Path(output_dir)
-    package_dir, record = find_build(output_dir, name, key)
-    if package_dir is None:
+    output_dir = resolve_output_dir(output_dir)
+    key_link, record = find_build(output_dir, name, key, progress)
+    if key_link is None:
         return None
-    _ensure_output_dir(output_dir)
-    link = _link(output_dir, name, package_dir)
-    return BuiltArtifact(name, package_dir, link, True, {}, record)
+    _sweep(output_dir / ".builds")
+    with _writing(output_dir):
+        _ensure_output_dir(output_dir)
+        link = _link(output_dir, name, key_link)
+    return BuiltArtifact(name, key_link, link, True, {}, record)
+
+
+def _install(builds, base, build_dir, record, replace):
+    """Make the key link ``builds/base`` lead to ``build_dir``; returns the record of
+    the build it leads to then. Without ``replace`` a complete build already linked
+    (by a concurrent build of the same key) is kept and ``build_dir`` discarded."""
+    key_link = builds / base
+    if not replace:
+        try:
+            os.symlink(build_dir.name, key_link)    # creating is atomic: one process wins
+            return record
+        except FileExistsError:
+            pass
+        existing = read_record(key_link.resolve())
+        if existing is not None and build_problem(key_link.resolve(), existing) is None:
+            _discard(build_dir)
+            return existing
+    old = _readlink(key_link)
+    tmp = builds / _temporary_name(base, "link")
+    os.symlink(build_dir.name, tmp)
+    os.replace(tmp, key_link)                       # atomic: always leads to a complete build
+    if old and old != build_dir.name:
+        _discard(builds / old)                      # only now: nothing leads to it any more
+    return record
 
 
 def _run(command, cwd, label):
@@ -135,14 +389,20 @@ def _run(command, cwd, label):
 def compile_package(sources, output_dir, key, progress=None, extra_record=None, replace=False):
     """Write ``sources`` (a GeneratedSources) and compile them; returns a BuiltArtifact.
 
-    With ``replace`` an existing build of the same key is replaced (``--force``)."""
+    With ``replace`` an existing build of the same key is replaced (``--force``);
+    so is a damaged one."""
     say = progress or (lambda message: None)
-    output_dir = Path(output_dir)
-    _ensure_output_dir(output_dir)
+    output_dir = resolve_output_dir(output_dir)
+    check_name(sources.name)
+    cc = compiler()     # before any work: says how to get one if there is none
+    builds = output_dir / ".builds"
     name = sources.name
-    final_dir = output_dir / ".builds" / f"{name}-{key}"
+    base = f"{name}-{key}"
     timings = {}
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-{key}-", dir=output_dir / ".builds"))
+    with _writing(output_dir):
+        _ensure_output_dir(output_dir)
+        _sweep(builds)
+        work = Path(tempfile.mkdtemp(prefix=_temporary_name(base, "tmp"), dir=builds))
     try:
         for file_name, text in sources.files.items():
             (work / file_name).write_text(text)
@@ -156,11 +416,10 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         timings["cython"] = time.perf_counter() - started
 
         started = time.perf_counter()
-        say(f"compiling {name}.c and the wrapper with {compiler()}")
+        say(f"compiling {name}.c and the wrapper with {cc}")
         include = sysconfig.get_paths()["include"]
         import numpy
         numpy_include = numpy.get_include()
-        cc = compiler()
         commands = [
             [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, "-c", f"{name}.c", "-o", f"{name}.o"],
             [cc, *OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", numpy_include, "-I", ".",
@@ -184,21 +443,17 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                   "temporary_count": sources.temporary_count,
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         record.update(extra_record or {})
+        record["files"] = _file_facts(work)
         (work / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n")
-        if replace and final_dir.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{name}-old-", dir=output_dir / ".builds"))
-            os.rename(final_dir, trash / "build")
-            shutil.rmtree(trash, ignore_errors=True)
-        try:
-            os.rename(work, final_dir)
-        except OSError:
-            # a concurrent build of the same key finished first: use it
-            if not (final_dir / BUILD_RECORD).exists():
-                raise
-            shutil.rmtree(work, ignore_errors=True)
-            record = json.loads((final_dir / BUILD_RECORD).read_text())
+        # Its own directory, never reused: a forced rebuild does not touch the
+        # build that generated/<name> leads to until the new one is linked.
+        build_dir = builds / f"{base}.{secrets.token_hex(4)}"
+        os.chmod(work, 0o755)   # mkdtemp's 0700 would hide a shared directory's builds from others
+        os.rename(work, build_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    link = _link(output_dir, name, final_dir)
-    return BuiltArtifact(name, final_dir, link, False, timings, record)
+    with _writing(output_dir):
+        record = _install(builds, base, build_dir, record, replace)
+        link = _link(output_dir, name, builds / base)
+    return BuiltArtifact(name, builds / base, link, False, timings, record)

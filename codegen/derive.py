@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import sympy as sm
 
 from .errors import ModelError
+from .printer import ModelCodePrinter, unprintable
 
 
 @dataclass
@@ -81,6 +82,10 @@ class Derivation:
                     nw=len(self.u) + len(self.lam))
 
 
+# Functions differentiated by _Differentiator._piecewise_smooth.
+_PIECEWISE_SMOOTH = (sm.Abs, sm.sign, sm.Heaviside, sm.Max, sm.Min, sm.Piecewise)
+
+
 def _plain_symbols(prefix, count):
     return list(sm.symbols(f"{prefix}_0:{count}", real=True)) if count else []
 
@@ -93,8 +98,10 @@ class _Differentiator:
     set of variables each node depends on is computed once per node, and every
     derivative is memoized on (node, variable), so a subexpression shared by
     many entries (and by several blocks) is differentiated once. The rules are
-    the textbook ones (sum, product, power, chain rule through ``fdiff``); any
-    other node falls back to SymPy's ``diff``.
+    the textbook ones (sum, product, power, chain rule through ``fdiff``), and
+    for the piecewise-smooth Abs, sign, Heaviside, Max, Min and Piecewise the
+    derivatives away from their kinks (:meth:`_piecewise_smooth`); any other
+    node falls back to SymPy's ``diff``.
     """
 
     def __init__(self, variables):
@@ -141,6 +148,8 @@ class _Differentiator:
                 result = exponent * base ** (exponent - 1) * self(base, x)
             else:
                 result = expr * (self(exponent, x) * sm.log(base) + exponent * self(base, x) / base)
+        elif isinstance(expr, _PIECEWISE_SMOOTH):
+            result = self._piecewise_smooth(expr, x)
         elif isinstance(expr, sm.Function) and hasattr(expr, "fdiff"):
             try:
                 result = sm.Add(*[expr.fdiff(i + 1) * self(arg, x) for i, arg in enumerate(args)
@@ -151,6 +160,28 @@ class _Differentiator:
             result = expr.diff(x)
         self._derivative[key] = result
         return result
+
+    def _piecewise_smooth(self, expr, x):
+        """Derivatives of functions with kinks or jumps, right wherever the
+        function is differentiable (every operating point off the kinks).
+        SymPy's own rules give distributions (d sign = 2 DiracDelta) or leave
+        an unevaluated Derivative (sign.fdiff), which no C code can compute."""
+        if isinstance(expr, sm.Abs):
+            arg = expr.args[0]
+            return sm.sign(arg) * self(arg, x)          # real argument: d|a| = sign(a) da
+        if isinstance(expr, (sm.sign, sm.Heaviside)):
+            return sm.S.Zero                            # piecewise constant
+        if isinstance(expr, (sm.Max, sm.Min)):
+            # the derivative of the active argument: the first one that is
+            # >= (Max) or <= (Min) all the others
+            pick = sm.Ge if isinstance(expr, sm.Max) else sm.Le
+            args = expr.args
+            pieces = [(self(a, x), sm.And(*[pick(a, b) for j, b in enumerate(args) if j != i]))
+                      for i, a in enumerate(args[:-1])]
+            return sm.Piecewise(*pieces, (self(args[-1], x), True))
+        # Piecewise: the derivative of each branch under the same condition
+        # (conditions are constant between the switching surfaces)
+        return sm.Piecewise(*[(self(piece.expr, x), piece.cond) for piece in expr.args])
 
     def jacobian(self, matrix, symbols):
         rows = matrix.shape[0]
@@ -170,6 +201,27 @@ def _check_free(label, matrix, allowed, model_name):
         raise ModelError(
             f"model {model_name!r}: {label} depends on {sorted(map(str, extra))}; "
             "the equations must be linear in qd (kinematic) and in ud (dynamic and constraints)")
+
+
+def _check_printable(blocks, model_name):
+    """No unevaluated object (Derivative, Subs, ...) or function without a C
+    translation may reach the printer: refuse the model here, naming the
+    block, the entry and the offending subexpression."""
+    printer = ModelCodePrinter({})
+    seen = set()   # shared: subexpressions common to several blocks are walked once
+    for name, matrix in blocks.items():
+        rows, cols = matrix.shape
+        for i in range(rows):
+            for j in range(cols):
+                bad = unprintable(matrix[i, j], printer, seen)
+                if bad:
+                    expr = str(matrix[i, j])
+                    expr = expr if len(expr) <= 300 else expr[:300] + " ..."
+                    raise ModelError(
+                        f"model {model_name!r}: block {name}[{i}, {j}] contains {bad[0]} "
+                        f"(a {type(bad[0]).__name__}), which has no C translation: a derivative "
+                        "or substitution SymPy left unevaluated, or a function (or constant) the "
+                        f"C printer does not know; entry: {expr}")
 
 
 def derive(model, progress=None):
@@ -269,6 +321,8 @@ def derive(model, progress=None):
         # the Jacobian blocks at (q, qd*, u, ud*, r, t, p)
         "jacobians": ["J_c", "J_vq", "B_v", "A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u"],
     }
+    say("checking every block is printable C")
+    _check_printable(blocks, model.name)
     index = {symbol: i for i, symbol in enumerate(model.q)}
     dependent_q = [index[symbol] for symbol in model.q_dependent]
     index = {symbol: i for i, symbol in enumerate(model.u)}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .emit import environment
+from .errors import BuildError
 
 C_FILES = ("{name}.c", "{name}.h", "Makefile", "CMakeLists.txt")
 
@@ -21,13 +22,19 @@ def export_c(package_dir, destination, name, point_label, t, q, u, r):
     """Copy the C side of the build in ``package_dir`` to ``destination`` and
     write ``main.c`` for the operating point (t, q, u, r)."""
     destination = Path(destination)
-    destination.mkdir(parents=True, exist_ok=True)
-    for pattern in C_FILES:
-        file_name = pattern.format(name=name)
-        shutil.copyfile(Path(package_dir) / file_name, destination / file_name)
     text = environment().get_template("example_main.c.jinja").render(
         name=name, NAME=name.upper(), version=__version__, point_label=point_label,
         t=repr(float(t)), q=[repr(float(v)) for v in q], u=[repr(float(v)) for v in u],
         r=[repr(float(v)) for v in (r if r is not None else [])])
-    (destination / "main.c").write_text(text)
+    try:
+        destination.mkdir(parents=True, exist_ok=True)
+        for pattern in C_FILES:
+            file_name = pattern.format(name=name)
+            shutil.copyfile(Path(package_dir) / file_name, destination / file_name)
+        (destination / "main.c").write_text(text)
+    except OSError as error:
+        # e.g. a read-only place, or a path through a regular file
+        raise BuildError(f"cannot export {name} to {destination}: "
+                         f"{error.strerror or error}" + (f" ({error.filename})" if error.filename else "")
+                         + "; choose a writable directory with --dir") from error
     return sorted(p.name for p in destination.iterdir())

@@ -3,28 +3,31 @@
 A build is imported from its own directory under a module name unique to the
 build (``codegen_build_<name>_<key>``), so builds of models that share a name
 but live in different output directories, or a rebuilt model in a running
-process, never collide. ``import generated.disk`` is the same code reached
-through the ``generated/disk`` link.
+process, never collide (a forced rebuild of the same key in a running process
+returns the module already imported). ``import generated.disk`` is the same
+code reached through the ``generated/disk`` link; it needs the directory that
+holds ``generated/`` on ``sys.path``, while ``codegen.load("disk")`` works from
+any directory.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
-from .compile import BUILD_RECORD, default_output_dir
+from .compile import BUILD_RECORD, read_record, resolve_output_dir
 from .errors import BuildError
 
+# A concurrent forced rebuild may remove the build a link led to between
+# resolving the link and importing from it; the link then leads to the new one.
+_ATTEMPTS = 3
 
-def load_package(package_dir):
-    """Import the generated package in ``package_dir`` (a finished build)."""
-    package_dir = Path(package_dir).resolve()
-    record_path = package_dir / BUILD_RECORD
-    if not record_path.exists():
-        raise BuildError(f"{package_dir} is not a finished build (no {BUILD_RECORD})")
-    record = json.loads(record_path.read_text())
+
+def _import_build(package_dir):
+    record = read_record(package_dir)
+    if record is None:
+        raise BuildError(f"{package_dir} is not a finished build (no readable {BUILD_RECORD})")
     module_name = f"codegen_build_{record['name']}_{record['key']}"
     if module_name in sys.modules:
         return sys.modules[module_name]
@@ -41,10 +44,24 @@ def load_package(package_dir):
     return module
 
 
+def load_package(package_dir):
+    """Import the generated package in ``package_dir`` (a finished build, or a
+    link to one such as ``generated/disk`` or ``.builds/disk-<key>``)."""
+    package_dir = Path(package_dir).absolute()
+    for attempt in range(_ATTEMPTS):
+        target = package_dir.resolve()
+        try:
+            return _import_build(target)
+        except (OSError, ImportError, BuildError):
+            if attempt == _ATTEMPTS - 1 or package_dir.resolve() == target:
+                raise
+
+
 def load(name, output_dir=None):
     """Import the model ``name`` last built into ``output_dir`` (default ``generated/``)."""
-    output_dir = Path(output_dir) if output_dir is not None else default_output_dir()
+    output_dir = resolve_output_dir(output_dir)
     link = output_dir / name
     if not link.exists():
-        raise BuildError(f"no built model {name!r} in {output_dir}; run: python -m codegen build {name}")
-    return load_package(link.resolve())
+        raise BuildError(f"no built model {name!r} in {output_dir}; run: python -m codegen build {name}"
+                         + (f" --output-dir {output_dir}" if output_dir != resolve_output_dir() else ""))
+    return load_package(link)

@@ -18,6 +18,11 @@ residual               depends on                  rows
 The acceleration constraints ``f_a`` are not taken from the user: they are the
 total time derivative of ``f_v``, formed in :mod:`codegen.derive`.
 
+A model the procedure cannot linearize correctly is refused here with a
+:class:`~codegen.errors.ModelError`: among others, configuration constraints
+whose time derivative is not among the velocity constraints (checked
+numerically, see :meth:`Model._check_velocity_constraints_hold_df_c_dt`).
+
 Everything here is still in terms of SymPy dynamic symbols; the derivation
 stage replaces them by plain symbols.
 """
@@ -31,19 +36,11 @@ import re
 import sympy as sm
 from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols
 
+from .derive import _Differentiator   # memoized derivatives (SymPy's diff is slow on the bicycle)
+from . import sympy_adapter
 from .errors import ModelError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _as_list(seq):
-    return list(seq) if seq is not None else []
-
-
-def _matrix(rows):
-    """Column matrix from a possibly empty SymPy matrix or sequence."""
-    rows = list(rows) if rows is not None else []
-    return sm.Matrix(rows) if rows else sm.zeros(0, 1)
 
 
 class Model:
@@ -81,33 +78,40 @@ class Model:
                  reduction="auto"):
         if not _IDENTIFIER.match(name):
             raise ModelError(f"model name {name!r} must be a C identifier")
-        if getattr(kane, "_fr", None) is None or getattr(kane, "_frstar", None) is None:
+        kane = _kanes_method(kane, name)
+        fr, frstar = sympy_adapter.fr_frstar(kane)
+        if fr is None or frstar is None:
             raise ModelError(
                 f"model {name!r}: call kane.kanes_equations(bodies, loads) before Model(kane, ...)")
-        if len(getattr(kane, "_uaux", [])):
-            raise ModelError(f"model {name!r}: auxiliary speeds are not supported")
+        auxiliary = sympy_adapter.auxiliary_speeds(kane)
+        if auxiliary:
+            raise ModelError(
+                f"model {name!r}: auxiliary speeds {[_name(s) for s in auxiliary]} are not supported "
+                "(yet): form the KanesMethod without u_auxiliary")
         self.name = name
         self.description = description
+        # the user's equations, kept for the reference routes (SymPy's Linearizer)
+        self.kane = kane
         t = dynamicsymbols._t
         self.time = t
 
         self.q = list(kane.q)
         self.u = list(kane.u)
-        self.q_dependent = list(kane._qdep)
-        self.u_dependent = list(kane._udep)
+        self.q_dependent = sympy_adapter.dependent_coordinates(kane)
+        self.u_dependent = sympy_adapter.dependent_speeds(kane)
         self.qd = [qi.diff(t) for qi in self.q]
         self.ud = [ui.diff(t) for ui in self.u]
 
         qd, u = sm.Matrix(self.qd), sm.Matrix(self.u)
         # Implicit kinematic equations k_kqdot qd + k_ku u + f_k = 0: the form the
         # user wrote, before KanesMethod's symbolic solve for qd.
-        k_kqdot = getattr(kane, "_k_kqdot_implicit", kane._k_kqdot)
-        k_ku = getattr(kane, "_k_ku_implicit", kane._k_ku)
-        f_k = getattr(kane, "_f_k_implicit", kane._f_k)
+        k_kqdot, k_ku, f_k = sympy_adapter.kinematic_coefficients(kane)
         self.kinematic = k_kqdot * qd + k_ku * u + f_k
-        self.f_c = _matrix(kane._f_h)
-        if len(kane._f_nh):
-            self.f_v = kane._f_nh + kane._k_nh * u
+        self.f_c = sympy_adapter.configuration_constraints(kane)
+        # velocity constraints k_nh u + f_nh = 0 (linear in u, as SymPy splits them)
+        k_nh, f_nh = sympy_adapter.velocity_constraint_coefficients(kane)
+        if len(f_nh):
+            self.f_v = f_nh + k_nh * u
         else:
             self.f_v = sm.zeros(0, 1)
         if reduction not in ("auto", "multipliers", "kane"):
@@ -120,15 +124,16 @@ class Model:
         self.multipliers = 0
         if len(self.u_dependent) and reduction != "kane" and has_loads:
             # F of all o speeds; the constraint forces B_v^T lambda are added in derive
-            self.dynamic = _unconstrained_dynamics(kane, self.kinematic)
+            self.dynamic = _unconstrained_dynamics(kane)
             self.multipliers = len(self.u_dependent)
         else:
-            self.dynamic = kane._fr + kane._frstar
+            self.dynamic = fr + frstar
         self.reduction = "multipliers" if self.multipliers else "kane"
 
         self._check_sizes()
         self.inputs = self._find_inputs(inputs)
         self.parameters, self.parameter_values = self._check_parameters(parameters)
+        self._check_velocity_constraints_hold_df_c_dt(kane, k_kqdot, k_ku, f_k, k_nh, f_nh)
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -243,6 +248,57 @@ class Model:
             raise ModelError(f"model {self.name!r}: parameter names must be distinct: {names}")
         return symbols, values
 
+    def _check_velocity_constraints_hold_df_c_dt(self, kane, k_kqdot, k_ku, f_k, k_nh, f_nh):
+        """The velocity constraints must include the time derivative of the
+        configuration constraints (the thesis chapter's f_v; C_1 and C_2 and
+        the acceleration constraints rest on it). Without it the generated
+        code would happily return a wrong A: a pendulum in x, y with only its
+        length constraint gets eigenvalues 0, 0, 0 instead of +/-i sqrt(g/L).
+
+        d f_c/dt = J_c qd + df_c/dt|_q with qd from the kinematic equations
+        K qd + k_ku u + f_k = 0 is affine in u: G u + g0. Each of its rows must
+        be a combination of the rows of f_v = B_v u + f_v0, i.e. [G g0] must
+        lie in the row space of [B_v f_v0]. Checked numerically (no symbolic
+        solve) at a few random points on the constraint manifold (random
+        independent coordinates, dependent ones by Newton on f_c), seeded so
+        model creation stays deterministic. A row is reported missing only if
+        it fails at every point; if no point on the manifold can be found the
+        check is skipped rather than refuse a model on weak evidence (unless
+        f_v is empty). A row that vanishes identically needs no velocity
+        constraint: the kinematic equations keep f_c constant by themselves.
+        """
+        if not self.l:
+            return
+        missing = _rows_outside_velocity_constraints(self, k_kqdot, k_ku, f_k, k_nh, f_nh)
+        if missing is None and not self.m:
+            # no point found to evaluate at; without velocity constraints the
+            # model is wrong unless d f_c/dt vanishes identically, so refuse
+            missing = range(self.l)
+        if missing:
+            self._refuse_missing_df_c_dt(kane, missing)
+
+    def _refuse_missing_df_c_dt(self, kane, rows):
+        t = self.time
+        qd_of_u = kane.kindiffdict()      # the user's own solve, for the message only
+        readable = {s: sm.Symbol(_name(s)) for s in self.q + self.u}   # x, not x(t)
+        lines = []
+        speeds = set()
+        for i in rows:
+            rate = sm.expand(self.f_c[i].diff(t).xreplace(qd_of_u))
+            speeds |= {u for u in self.u if rate.has(u)}
+            text = str(rate.xreplace(readable))
+            lines.append(f"d/dt f_c[{i}] = {text if len(text) <= 200 else text[:200] + ' ...'}")
+        candidates = [_name(u) for u in self.u if u in speeds and u not in self.u_dependent]
+        dependent = [_name(u) for u in self.u_dependent]
+        have = (f"f_v has no rows" if not self.m else
+                f"no combination of the {self.m} rows of f_v gives {'it' if len(lines) == 1 else 'them'}")
+        raise ModelError(
+            f"model {self.name!r}: the velocity constraints must include the time derivative of "
+            f"the configuration constraints, but {have}: add " + "; ".join(lines)
+            + f" to velocity_constraints, with u_dependent={dependent} plus one more dependent "
+            f"speed per added constraint (one of {', '.join(candidates) or 'the speeds'})"
+            + ("" if not self.m else ", or correct the velocity constraints"))
+
     # -- identity -------------------------------------------------------------
     def fingerprint(self):
         """Hash of everything that determines the generated code."""
@@ -260,14 +316,139 @@ class Model:
                 f"{len(self.parameters)} parameters)")
 
 
-def _unconstrained_dynamics(kane, kinematic):
-    """fr + fr* of the same system with every speed independent (o rows)."""
+def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, points=3, attempts=15):
+    """Indices of the rows of d f_c/dt that are not combinations of the rows
+    of f_v at any of ``points`` random points on the constraint manifold
+    (see Model._check_velocity_constraints_hold_df_c_dt); None if no point
+    could be evaluated."""
+    import numpy as np
+
+    n, o = model.n, model.o
+    t = model.time
+    q_plain = sm.symbols(f"q_0:{n}", real=True)
+    u_plain = sm.symbols(f"u_0:{o}", real=True)
+    t_plain = sm.Symbol("t_", real=True)
+    to_plain = dict(zip(model.q, q_plain)) | dict(zip(model.u, u_plain)) | {t: t_plain}
+    f_c = model.f_c.xreplace(to_plain)
+    differentiate = _Differentiator(list(q_plain) + [t_plain])
+    matrices = [f_c, differentiate.jacobian(f_c, q_plain), differentiate.jacobian(f_c, [t_plain]),
+                sm.Matrix(k_kqdot).xreplace(to_plain), sm.Matrix(k_ku).xreplace(to_plain),
+                sm.Matrix(f_k).xreplace(to_plain)]
+    if model.m:
+        matrices += [sm.Matrix(k_nh).xreplace(to_plain), sm.Matrix(f_nh).xreplace(to_plain)]
+    evaluate = sm.lambdify([q_plain, u_plain, t_plain, model.parameters], matrices, "numpy", cse=True)
+    dependent = [model.q.index(s) for s in model.q_dependent]
+    p = [float(v) for v in model.parameter_values]
+    rng = np.random.default_rng(20240909)
+
+    def values(q, u, time):
+        with np.errstate(all="ignore"):
+            return [np.asarray(m, dtype=float).reshape(shape.shape)
+                    for m, shape in zip(evaluate(q, u, time, p), matrices)]
+
+    failures = np.zeros(model.l, dtype=int)
+    valid = 0
+    for attempt in range(attempts):
+        # small coordinates first, then whole turns (loops that close only far from q = 0)
+        q = rng.uniform(-1.0, 1.0, n) * (0.5, 1.0, math.pi)[attempt % 3]
+        u = rng.uniform(-1.0, 1.0, o)
+        time = float(rng.uniform(0.1, 1.0))
+        for _ in range(30):                       # Newton on f_c for the dependent coordinates
+            residual, J_c = values(q, u, time)[:2]
+            if not (np.all(np.isfinite(residual)) and np.all(np.isfinite(J_c))):
+                break
+            if np.abs(residual).max() <= 1e-11 * (1.0 + np.abs(q).max()):
+                break
+            try:
+                q[dependent] -= np.linalg.solve(J_c[:, dependent], residual.ravel())
+            except np.linalg.LinAlgError:
+                break
+        else:
+            continue
+        evaluated = values(q, u, time)
+        if model.m:
+            residual, J_c, f_ct, K, k_u, k_0, B_v, f_v0 = evaluated
+        else:
+            residual, J_c, f_ct, K, k_u, k_0 = evaluated
+            B_v, f_v0 = np.zeros((0, o)), np.zeros((0, 1))
+        if not all(np.all(np.isfinite(m)) for m in evaluated):
+            continue
+        if np.abs(residual).max() > 1e-9 * (1.0 + np.abs(q).max()) or np.linalg.cond(K) > 1e10:
+            continue
+        # d f_c/dt = G u + g0 with qd = -K^-1 (k_u u + k_0)
+        G = -J_c @ np.linalg.solve(K, k_u)
+        g0 = (-J_c @ np.linalg.solve(K, k_0) + f_ct).ravel()
+        rates = np.column_stack([G, g0])                      # l x (o + 1)
+        constraints = np.column_stack([B_v, f_v0.ravel()])    # m x (o + 1)
+        for i, row in enumerate(rates):
+            scale = np.linalg.norm(row)
+            if scale == 0.0:
+                continue
+            if model.m:
+                combination = np.linalg.lstsq(constraints.T, row, rcond=None)[0]
+                row = constraints.T @ combination - row     # what no combination reaches
+            if np.linalg.norm(row) > 1e-7 * scale:
+                failures[i] += 1
+        valid += 1
+        if valid == points:
+            break
+    if not valid:
+        return None
+    return [i for i in range(model.l) if failures[i] == valid]
+
+
+def _unconstrained_dynamics(kane):
+    """fr + fr* of the same system with every speed independent (o rows).
+
+    Kane's equations need qd in terms of u (partial velocities, accelerations).
+    That map must be the user's own: KanesMethod solved the kinematic
+    equations with the user's ``kd_eqs_solver`` (e.g. a simplifying solve),
+    and a new KanesMethod given the implicit equations would solve them again
+    with SymPy's default LU, which can divide by terms that vanish where the
+    user's solution is finite (the rolling disc of SymPy's test_kane5 upright).
+    So the new KanesMethod gets the explicit equations qd - qd(u) = 0 taken
+    from ``kane.kindiffdict()``: their qd coefficient is the identity, and the
+    solver below returns the right-hand side as it is, without any solve.
+    """
     from sympy.physics.mechanics import KanesMethod
 
-    free = KanesMethod(kane._inertial, q_ind=list(kane.q), u_ind=list(kane.u),
-                       kd_eqs=list(kinematic))
-    free.kanes_equations(kane.bodies, kane.loads)
-    return free._fr + free._frstar
+    qd_of_u = kane.kindiffdict()
+    qd = [qi.diff(dynamicsymbols._t) for qi in kane.q]
+    explicit = [qdi - qd_of_u[qdi] for qdi in qd]
+
+    def identity_solve(matrix, rhs):
+        # d(qd - qd(u))/d qd is the identity: nothing to solve
+        if matrix != sm.eye(matrix.shape[0]):
+            raise ModelError("internal: explicit kinematic equations without identity coefficient")
+        return rhs
+
+    free = KanesMethod(sympy_adapter.inertial_frame(kane), q_ind=list(kane.q), u_ind=list(kane.u),
+                       kd_eqs=explicit, kd_eqs_solver=identity_solve)
+    fr, frstar = free.kanes_equations(kane.bodies, kane.loads)
+    return fr + frstar
+
+
+def _kanes_method(equations, name):
+    """The KanesMethod behind what the user passed: itself, a ``System``'s or a
+    ``JointsMethod``'s (after ``form_eoms()`` with Kane's method); anything else
+    is refused with a message that says what to pass."""
+    from sympy.physics.mechanics import KanesMethod, LagrangesMethod
+
+    if isinstance(equations, KanesMethod):
+        return equations
+    inner = getattr(equations, "eom_method", None) or getattr(equations, "method", None)
+    if isinstance(inner, KanesMethod):
+        return inner
+    kind = type(equations).__name__
+    if isinstance(equations, LagrangesMethod) or isinstance(inner, LagrangesMethod):
+        what = kind if isinstance(equations, LagrangesMethod) else f"{kind} formed with LagrangesMethod"
+        raise ModelError(f"model {name!r}: {what} is not supported yet (issue 12); "
+                         "write the model with KanesMethod (or System.form_eoms() with the default "
+                         "eom_method=KanesMethod)")
+    if inner is None and hasattr(equations, "form_eoms"):
+        raise ModelError(f"model {name!r}: call {kind}.form_eoms() before Model(...)")
+    raise ModelError(f"model {name!r}: expected a sympy.physics.mechanics KanesMethod "
+                     f"(or a System/JointsMethod formed with it), got {kind}")
 
 
 def _name(symbol):

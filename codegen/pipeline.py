@@ -6,6 +6,8 @@ and consults the build cache first.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import os
 import sys
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .compile import cache_key, compile_package, default_output_dir, install_cached
+from .compile import (_temporary_name, cache_key, check_name, compile_package, install_cached,
+                      read_record, resolve_output_dir)
 from .derive import derive
 from .emit import emit, generator_fingerprint
 from .errors import ModelError
@@ -36,21 +39,69 @@ def terminal_progress(prefix=""):
     return say
 
 
-def build_artifact(model, output_dir=None, force=False, progress=None):
+@functools.lru_cache(maxsize=None)
+def _builtin_fingerprint(name, source_sha256):
+    """Fingerprint of the built-in model ``name`` as its source (of that hash) makes it."""
+    from .models import builtin_module
+    return builtin_module(name).make_model().fingerprint()
+
+
+def _check_builtin_name(model, fingerprint, key, output_dir):
+    """Refuse to replace a built-in model's build with another model of its name.
+
+    ``output_dir/<name>`` is what ``codegen.load(name)``, ``import generated.<name>``
+    and the CLI's ``build``/``sweep``/``export <name>`` reach; once ``build_builtin``
+    (``python -m codegen build <name>``) has put the built-in there, a user's model
+    of the same name would silently take its place. The built-in model itself is
+    fine however it is built (``codegen.build(codegen.models.disk.make_model())``):
+    it is recognized by its fingerprint, recorded in build.json, or else formed
+    from the built-in's source (only in this rare case). Elsewhere a user's model
+    may use any name.
+    """
+    current = read_record((output_dir / model.name).resolve())
+    if current is None or current.get("key") == key or current.get("fingerprint") == fingerprint:
+        return
+    builtin = None      # the built-in whose build the link leads to (the recipe index says)
+    for index in (output_dir / ".builds").glob("*.recipe-*"):
+        try:
+            name, _, index_key = index.read_text().strip().partition(" ")
+        except OSError:
+            continue
+        if name == model.name and index_key == current.get("key"):
+            builtin = index.name.partition(".recipe-")[0]
+    if builtin is None:
+        return
+    from .models import builtin_module
+    source = hashlib.sha256(Path(builtin_module(builtin).__file__).read_bytes()).hexdigest()
+    if fingerprint == _builtin_fingerprint(builtin, source):
+        return
+    raise ModelError(f"{output_dir / model.name} is the built-in model {builtin!r} "
+                     f"(python -m codegen build {builtin}); a different model named {model.name!r} "
+                     f"would replace it: choose another name, e.g. Model(..., name='my_{model.name}'), "
+                     "or another output directory")
+
+
+def build_artifact(model, output_dir=None, force=False, progress=None, builtin=False):
     """Derive, emit and compile ``model`` unless a cached build exists.
 
     Returns a :class:`codegen.compile.BuiltArtifact` whose ``timings`` holds the
-    seconds spent in each stage of this call.
+    seconds spent in each stage of this call. ``builtin=True`` says that ``model``
+    is the built-in model of its name (as :func:`build_builtin` passes); otherwise
+    it may not replace a built-in model's build (see :func:`_check_builtin_name`).
     """
     if not isinstance(model, Model):
         raise ModelError(f"expected a codegen.Model, got {type(model).__name__}")
-    output_dir = Path(output_dir) if output_dir is not None else default_output_dir()
+    check_name(model.name)
+    output_dir = resolve_output_dir(output_dir)
     timings = {}
     started = time.perf_counter()
-    key = cache_key(model.fingerprint(), generator_fingerprint())
+    fingerprint = model.fingerprint()
+    key = cache_key(fingerprint, generator_fingerprint())
+    if not builtin:
+        _check_builtin_name(model, fingerprint, key, output_dir)
     timings["cache lookup"] = time.perf_counter() - started
     if not force:
-        artifact = install_cached(output_dir, model.name, key)
+        artifact = install_cached(output_dir, model.name, key, progress)
         if artifact is not None:
             artifact.timings = timings
             return artifact
@@ -63,7 +114,7 @@ def build_artifact(model, output_dir=None, force=False, progress=None):
     timings.update(sources.timings)
 
     artifact = compile_package(sources, output_dir, key, progress, replace=force,
-                               extra_record={"sizes": derivation.sizes})
+                               extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint})
     timings.update(artifact.timings)
     artifact.timings = timings
     return artifact
@@ -81,23 +132,29 @@ def build_builtin(name, output_dir=None, force=False, progress=None):
     from .models import builtin_module
 
     module = builtin_module(name)
-    output_dir = Path(output_dir) if output_dir is not None else default_output_dir()
+    output_dir = resolve_output_dir(output_dir)
     started = time.perf_counter()
     recipe = cache_key(Path(module.__file__).read_bytes().decode(), generator_fingerprint())
     index = output_dir / ".builds" / f"{name}.recipe-{recipe}"
-    if not force and index.exists():
-        model_name, _, key = index.read_text().strip().partition(" ")
-        artifact = install_cached(output_dir, model_name, key)
+    entry = index.read_text() if index.exists() else None
+    if not force and entry:
+        model_name, _, key = entry.strip().partition(" ")
+        artifact = install_cached(output_dir, model_name, key, progress)
         if artifact is not None:
             artifact.timings = {"cache lookup": time.perf_counter() - started}
             return artifact, 0.0
     started = time.perf_counter()
     model = module.make_model()
     formed = time.perf_counter() - started
-    artifact = build_artifact(model, output_dir, force, progress)
-    tmp = index.with_name(f".{index.name}.{os.getpid()}")
-    tmp.write_text(f"{model.name} {artifact.record['key']}\n")
-    os.replace(tmp, index)
+    artifact = build_artifact(model, output_dir, force, progress, builtin=True)
+    text = f"{model.name} {artifact.record['key']}\n"
+    if entry != text:   # written only when it changes: a finished build may sit in a read-only directory
+        try:
+            tmp = index.with_name(_temporary_name(index.name, "tmp"))
+            tmp.write_text(text)
+            os.replace(tmp, index)
+        except OSError:
+            pass        # the index only saves forming the equations next time
     return artifact, formed
 
 
@@ -133,26 +190,81 @@ def load_model_file(spec):
 def operating_point(model_name, point_name, parameters=None, t=0.0, **kwargs):
     """A consistent operating point of a built-in model.
 
-    ``parameters`` maps parameter names to values that replace the defaults.
-    Returns ``OperatingPoint(q, u, r, p, t)``, so ``module.linearize(*op)`` works.
+    ``parameters`` maps parameter names (or SymPy symbols) to values that
+    replace the defaults; ``kwargs`` are the arguments of the point (e.g.
+    ``v=0.5``), finite real numbers. Returns ``OperatingPoint(q, u, r, p, t)``,
+    so ``module.linearize(*op)`` works. Bad arguments raise
+    :class:`codegen.errors.InputError` naming the model, the point and the
+    argument.
     """
-    from .models import builtin_module
+    import inspect
+    import math
+    import numbers
 
+    from .errors import CodegenError, InputError
+    from .models import BUILTIN, builtin_module
+
+    if model_name not in BUILTIN:
+        raise InputError(f"no built-in model {model_name!r}; built-in models: "
+                         f"{', '.join(sorted(BUILTIN))}")
     module = builtin_module(model_name)
-    try:
-        maker = module.OPERATING_POINTS[point_name]
-    except KeyError:
-        raise KeyError(f"model {model_name!r} has no operating point {point_name!r}; "
-                       f"it has: {', '.join(module.OPERATING_POINTS)}") from None
+    if point_name not in module.OPERATING_POINTS:
+        raise InputError(f"model {model_name!r} has no operating point {point_name!r}; "
+                         f"it has: {', '.join(module.OPERATING_POINTS)}")
+    maker = module.OPERATING_POINTS[point_name]
+    where = f"{model_name} operating point {point_name!r}"
+
+    def shown(value):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:30] + "..."
+
+    def real(value, label):
+        """A finite real number (a bool is a flag, e.g. closed=True: kept)."""
+        if isinstance(value, bool):
+            return value
+        if not isinstance(value, numbers.Real):    # also refuses complex values
+            raise InputError(f"{where}: {label} must be a real number, got {shown(value)}")
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:                      # an int too large for a double
+            finite = False
+        if not finite:
+            raise InputError(f"{where}: {label} must be finite, got {shown(value)}")
+        return value
+
+    if parameters is not None and not isinstance(parameters, dict):
+        raise InputError(f"{where}: parameters must be a dict of name: value, got {parameters!r}")
     values = dict(module.DEFAULT_PARAMETERS)
     for key, value in (parameters or {}).items():
-        if key not in values:
-            raise KeyError(f"model {model_name!r} has no parameter {key!r}; "
-                           f"parameters: {', '.join(values)}")
-        values[key] = float(value)
-    point = maker(values, **kwargs)
-    q, u = point[0], point[1]
-    r = point[2] if len(point) > 2 else []
-    return OperatingPoint(np.array(q, dtype=float), np.array(u, dtype=float),
-                          np.array(r, dtype=float), np.array(list(values.values()), dtype=float),
-                          float(t))
+        name = key if isinstance(key, str) else getattr(key, "name", key)   # a SymPy Symbol
+        if name not in values:
+            raise InputError(f"model {model_name!r} has no parameter {name!r}; "
+                             f"parameters: {', '.join(values)}")
+        values[name] = float(real(value, f"parameter {name!r}"))
+    t = float(real(t, "t"))
+
+    # the arguments the point takes: all but the first (the parameters)
+    signature = inspect.signature(maker).parameters
+    accepted = list(signature)[1:]
+    takes_any = any(a.kind is inspect.Parameter.VAR_KEYWORD for a in signature.values())
+    unknown = [key for key in kwargs if key not in accepted]
+    if unknown and not takes_any:
+        raise InputError(f"{where} has no argument {unknown[0]!r}; its arguments: "
+                         f"{', '.join(accepted) or '(none)'}")
+    for key, value in kwargs.items():
+        real(value, key)
+
+    described = ", ".join(f"{k}={shown(v)}" for k, v in [*kwargs.items(), *(parameters or {}).items()])
+    try:
+        point = maker(values, **kwargs)
+    except CodegenError:
+        raise
+    except (ArithmeticError, ValueError, TypeError, LookupError, RuntimeError) as error:
+        # e.g. a division by a zero radius, no steady turn at that lean
+        raise InputError(f"{where} cannot be formed for {described or 'the defaults'}: "
+                         f"{type(error).__name__}: {error}") from error
+    q, u = np.array(point[0], dtype=float), np.array(point[1], dtype=float)
+    r = np.array(point[2] if len(point) > 2 else [], dtype=float)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u)) and np.all(np.isfinite(r))):
+        raise InputError(f"{where} is not finite for {described or 'the defaults'}")
+    return OperatingPoint(q, u, r, np.array(list(values.values()), dtype=float), t)

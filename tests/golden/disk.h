@@ -78,7 +78,9 @@ extern "C" {
    dependent speeds for this configuration. */
 #define DISK_ERR_SINGULAR_VELOCITY_PARTITION 8
 /* A result is NaN or +-Inf (overflow, or the model's expressions are undefined here,
-   e.g. division by zero in the equations). */
+   e.g. 0/0 in the equations). Returned instead of a singular-matrix status when the
+   matrix itself holds NaN or Inf, and instead of a constraint status when a residual
+   is NaN: the cause is the model's expressions at this point, not the partition. */
 #define DISK_ERR_NONFINITE_RESULT 9
 /* Newton's method on f_c did not reach tol within max_iter iterations. */
 #define DISK_ERR_NO_CONVERGENCE 10

@@ -74,7 +74,7 @@ def make_model():
     kane.kanes_equations(bodies, loads)
     symbols = {"l0": l0, "l1": l1, "l2": l2, "l3": l3, "m1": m1, "m2": m2, "m3": m3, "g": g, "k": k}
     return Model(kane, parameters={symbols[k_]: v for k_, v in PARAMETERS.items()}, inputs=[T],
-                 name="fourbar", description="four-bar linkage (crank-rocker) with a motor torque")
+                 name="crank_rocker", description="four-bar linkage (crank-rocker) with a motor torque")
 
 
 def operating_point(rng=None, parameters=None, crank_angle=None):
