@@ -22,6 +22,17 @@ generated code: everything comes from SymPy's ``KanesMethod`` and ``Linearizer``
   5e-5) makes it accurate to about 1e-9 relative, far below the 1e-6 the
   tests ask for, unless the partition is close to singular (the dependent
   coordinates then vary fast with the independent ones).
+* :meth:`KaneReference.local_state_space`, :meth:`KaneReference.descriptor`,
+  :meth:`KaneReference.equilibrium`, :meth:`KaneReference.automatic_partition`
+  -- the reference of the rank-robust numeric stage (DESIGN.md section 3b,
+  issue 11): the multiplier form ``F + B_v^T lambda = 0`` with F the
+  unconstrained Kane equations of the same bodies and loads (a second
+  ``KanesMethod``), SVDs of J_c and B_v at the point, minimum-norm
+  multipliers, the local state-space form in the null-space coordinates
+  (Spencer's thesis, ch. 3), a regular index-reduced descriptor form
+  (González et al., eqs. 7-8) and Gauss-Newton equilibria.
+  :meth:`KaneReference.local_chart_fd` checks the local form by finite
+  differences in its chart, from SymPy's reduced equations.
 
 SymPy pitfalls found on the way (SymPy 1.14), worked around here:
 
@@ -346,6 +357,557 @@ class KaneReference:
         return evaluate
 
 
+    # -- multiplier form, local state-space form, descriptor form, equilibria ------------
+    #
+    # The reference of issue 11 (DESIGN.md sections 3 and 3b). Everything below is
+    # NumPy on SymPy's equations: the unconstrained Kane equations of the same
+    # bodies and loads (:meth:`multiplier_equations`), lambdified once, and SVDs at
+    # the point. See :meth:`local_state_space` for the formulation (the spec of the
+    # generated C), :meth:`descriptor` for the descriptor form, :meth:`equilibrium`.
+
+    def multiplier_equations(self):
+        """The equations of the multiplier form in plain symbols (formed once).
+
+        * ``f_k(q, qd, u, t)`` (n): the kinematic equations as the user wrote
+          them (``k_kqdot qd + k_ku u + f_k``), linear in qd;
+        * ``f_c(q, t)`` (l), ``f_v(q, u, t)`` (m, linear in u);
+        * ``f_a = J_vq qd + B_v ud + d f_v/d t`` (m): the acceleration
+          constraints, the total time derivative of f_v;
+        * ``F(q, qd, u, ud, r, t)`` (o): Kane's equations ``Fr + Fr*`` of the
+          same bodies and loads with *every* speed independent (a new
+          ``KanesMethod`` without constraints, given the user's solved
+          kinematic equations ``qd = qd(q, u)`` so that nothing is solved
+          again); the kane's own ``Fr + Fr*`` when there are no velocity
+          constraints. The dynamics of the constrained system are
+          ``g = F + B_v^T lambda = 0`` with m multipliers lambda;
+        * their Jacobians: ``M_qq = d f_k/d qd``, ``A_qq = -d f_k/d q``,
+          ``A_qu = -d f_k/d u``; ``J_c``, ``J_vq = d f_v/d q``, ``B_v = d f_v/d u``;
+          ``fa_q = d f_a/d q``, ``fa_u = d f_a/d u`` (``d f_a/d qd = J_vq``,
+          ``d f_a/d ud = B_v``); ``M_d = d F/d ud``, ``g_q = d g/d q`` (holds
+          the curvature term ``d(B_v^T lambda)/d q``), ``g_qd``, ``g_u``, ``g_r``;
+          ``Bt_q = d(B_v^T lambda)/d q`` alone (for :meth:`equilibrium`).
+
+        Returns a namespace with the symbols (``t, q, qd, u, ud, lam, r, p``) and
+        a dict ``blocks`` name -> Matrix.
+        """
+        cached = getattr(self, "_multiplier_equations", None)
+        if cached is not None:
+            return cached
+        plain = self.plain
+        lam = list(sm.symbols(f"lam_0:{self.nv}")) if self.nv else []
+
+        def to_plain(matrix):
+            return sm.Matrix(matrix).xreplace(plain.mapping)
+
+        eq = self.equations()
+        f_k = to_plain(adapter.kinematic_equations(self.kane))
+        f_c = to_plain(eq.f_c) if self.nc else sm.zeros(0, 1)
+        f_v = to_plain(eq.f_v) if self.nv else sm.zeros(0, 1)
+        F = to_plain(self._unconstrained_kane_equations())
+        q, qd, u, ud, r = plain.q, plain.qd, plain.u, plain.ud, plain.r
+
+        def jac(matrix, symbols, rows=None):
+            rows = matrix.shape[0] if rows is None else rows
+            if not rows or not symbols:
+                return sm.zeros(rows, len(symbols))
+            return matrix.jacobian(symbols)
+
+        J_c = jac(f_c, q)
+        J_vq = jac(f_v, q)
+        B_v = jac(f_v, u)
+        if self.nv:
+            f_a = J_vq * sm.Matrix(qd) + B_v * sm.Matrix(ud) + f_v.diff(plain.t)
+            g = F + B_v.T * sm.Matrix(lam)
+        else:
+            f_a, g = sm.zeros(0, 1), F
+        if any(e.has(*ud) for e in f_k) or any(e.has(*qd) for e in jac(f_k, qd)):
+            raise ValueError("the kinematic equations must be linear in qd and free of ud")
+        blocks = {
+            "f_k": f_k, "M_qq": jac(f_k, qd), "A_qq": -jac(f_k, q), "A_qu": -jac(f_k, u),
+            "f_c": f_c, "J_c": J_c,
+            "f_v": f_v, "J_vq": J_vq, "B_v": B_v,
+            "f_a": f_a, "fa_q": jac(f_a, q), "fa_u": jac(f_a, u),
+            "F": F, "M_d": jac(F, ud), "g_q": jac(g, q), "g_qd": jac(g, qd), "g_u": jac(g, u),
+            "g_r": jac(g, r, self.nu),
+            "Bt_q": jac(B_v.T * sm.Matrix(lam), q, self.nu) if self.nv else sm.zeros(self.nu, self.nq),
+        }
+        if any(e.has(*ud) for e in blocks["M_d"]):
+            raise ValueError("the dynamic equations must be linear in ud")
+        args = [plain.t, q, qd, u, ud, lam, r, plain.p]
+        allowed = {plain.t}.union(q, qd, u, ud, lam, r, plain.p)
+        extra = set().union(*(m.free_symbols for m in blocks.values())) - allowed
+        if extra:
+            raise ValueError("the equations hold symbols that are neither states, inputs nor "
+                             f"parameters: {sorted(map(str, extra))}")
+        self._multiplier_equations = SimpleNamespace(
+            t=plain.t, q=q, qd=qd, u=u, ud=ud, lam=lam, r=r, p=plain.p, args=args, blocks=blocks)
+        return self._multiplier_equations
+
+    def _unconstrained_kane_equations(self):
+        """``Fr + Fr*`` (o rows, dynamic symbols) with every speed independent."""
+        fr, frstar = adapter.fr_frstar(self.kane)
+        if not self.nv:
+            return fr + frstar
+        if self.kane.bodies is None or self.kane.loads is None:
+            raise ValueError("the multiplier form needs the KanesMethod's bodies and loads "
+                             "(pass them to kanes_equations)")
+        from sympy.physics.mechanics import KanesMethod
+
+        qd_of_u = self.kane.kindiffdict()
+        explicit = [qdi - qd_of_u[qdi] for qdi in self.qd]
+
+        def solved(matrix, rhs):            # d(qd - qd(q, u))/d qd = I: nothing to solve
+            assert matrix == sm.eye(matrix.shape[0])
+            return rhs
+
+        free = KanesMethod(adapter.inertial_frame(self.kane), q_ind=self.q, u_ind=self.u,
+                           kd_eqs=explicit, kd_eqs_solver=solved)
+        fr, frstar = free.kanes_equations(self.kane.bodies, self.kane.loads)
+        return fr + frstar
+
+    def _multiplier_blocks(self):
+        """The :meth:`multiplier_equations` lambdified (once):
+        ``f(t, q, qd, u, ud, lam, r, p) -> dict name -> array``."""
+        cached = getattr(self, "_multiplier_function", None)
+        if cached is not None:
+            return cached
+        eqs = self.multiplier_equations()
+        names = [name for name, m in eqs.blocks.items() if m.shape[0] and m.shape[1]]
+        shapes = {name: m.shape for name, m in eqs.blocks.items()}
+        function = sm.lambdify(eqs.args, [eqs.blocks[name] for name in names], "numpy", cse=True)
+
+        def evaluate(t, q, qd, u, ud, lam, r, p):
+            values = function(float(t), *(list(map(float, v)) for v in (q, qd, u, ud, lam, r, p)))
+            out = {name: np.zeros(shape) for name, shape in shapes.items()}
+            for name, value in zip(names, values):
+                out[name] = np.asarray(value, dtype=float).reshape(shapes[name])
+            for name in ("f_k", "f_c", "f_v", "f_a", "F"):
+                out[name] = out[name].ravel()
+            return SimpleNamespace(**out)
+
+        self._multiplier_function = evaluate
+        return evaluate
+
+    def operating_blocks(self, q, u, r=None, p=None, t=0.0, rank_tol=None):
+        """Everything the local and the descriptor forms need at one point.
+
+        1. ``qd*`` from the kinematic equations: ``M_qq qd* = -f_k(q, 0, u)``.
+        2. SVDs ``J_c = U_c S_c V_c^T``, ``B_v = U_v S_v V_v^T``; rank = number of
+           singular values above ``rank_tol * sigma_max`` (default
+           :data:`DEFAULT_RANK_TOL`; rank 0 if the matrix is zero). Orthonormal
+           null-space bases ``N_q = V_c[:, rank_c:]``, ``N_u = V_v[:, rank_v:]``,
+           pseudo-inverses ``J_c^+``, ``B_v^+`` from the kept singular values,
+           projectors ``P_c = I - J_c J_c^+``, ``P_v = I - B_v B_v^+`` onto the
+           left null spaces (zero at regular points).
+        3. ``ud*`` and ``lambda*`` from the KKT system ``M_d ud + B_v^T lambda = -F0``,
+           ``B_v ud = -fa0`` (``F0``, ``fa0``: F and f_a at qd*, ud = 0), in its
+           minimum-norm solution: ``ud* = -B_v^+ fa0 + N_u W^-1 N_u^T (M_d B_v^+ fa0 - F0)``
+           with ``W = N_u^T M_d N_u``, and ``lambda* = -(B_v^+)^T (M_d ud* + F0)``
+           (the minimum-norm multipliers: no component in the left null space of
+           B_v). ``kkt_residual`` is the largest residual of the two equations
+           (nonzero only where the point is inconsistent at a singular configuration).
+        4. Every Jacobian block of :meth:`multiplier_equations` at
+           ``(q, qd*, u, ud*, lambda*, r, p, t)``.
+        """
+        tol = DEFAULT_RANK_TOL if rank_tol is None else float(rank_tol)
+        evaluate = self._multiplier_blocks()
+        q = np.asarray(q, float)
+        u = np.zeros(self.nu) if u is None else np.asarray(u, float)
+        r = np.zeros(self.nr) if r is None else np.asarray(r, float)
+        p = self.default_p if p is None else np.asarray(p, float)
+        n, o, m = self.nq, self.nu, self.nv
+        zq, zu, zl = np.zeros(n), np.zeros(o), np.zeros(m)
+        b = evaluate(t, q, zq, u, zu, zl, r, p)
+        qd = np.linalg.solve(b.M_qq, -b.f_k)
+        b = evaluate(t, q, qd, u, zu, zl, r, p)
+        c = _rank_revealing(b.J_c, tol)
+        v = _rank_revealing(b.B_v, tol)
+        M_d, F0, fa0 = b.M_d, b.F, b.f_a
+        W = v.N.T @ M_d @ v.N
+        particular = -v.pinv @ fa0
+        ud = particular + v.N @ np.linalg.solve(W, v.N.T @ (-F0 - M_d @ particular))
+        lam = -v.pinv.T @ (M_d @ ud + F0)
+        kkt = np.concatenate([M_d @ ud + F0 + b.B_v.T @ lam, b.B_v @ ud + fa0])
+        blocks = evaluate(t, q, qd, u, ud, lam, r, p)
+        return SimpleNamespace(
+            q=q, u=u, r=r, p=p, t=float(t), qd=qd, ud=ud, lam=lam, rank_tol=tol,
+            kkt_residual=float(np.abs(kkt).max()) if kkt.size else 0.0,
+            svd_c=c, svd_v=v, W=W, blocks=blocks)
+
+    def _acceleration_map(self, point):
+        """The linearized minimum-norm KKT solve as matrices:
+        ``delta ud = G_q delta q + G_u delta u + G_r delta r`` for any delta q,
+        delta u (not only admissible ones), and ``delta qd = Q_q delta q + Q_u delta u``.
+
+        Linearized equations at the point (``delta qd`` from the kinematics):
+
+            M_d delta ud + B_v^T delta lambda = rho_d
+                = -(g_q + g_qd Q_q) delta q - (g_u + g_qd Q_u) delta u - g_r delta r
+            B_v delta ud = rho_a = -(fa_q + J_vq Q_q) delta q - (fa_u + J_vq Q_u) delta u
+
+        solved as at the point: ``delta ud = S_a rho_a + S_d rho_d`` with
+        ``S_d = N_u W^-1 N_u^T``, ``S_a = (I - S_d M_d) B_v^+``.
+        """
+        b, v = point.blocks, point.svd_v
+        Q_q = np.linalg.solve(b.M_qq, b.A_qq)
+        Q_u = np.linalg.solve(b.M_qq, b.A_qu)
+        R_dq = -(b.g_q + b.g_qd @ Q_q)
+        R_du = -(b.g_u + b.g_qd @ Q_u)
+        R_dr = -b.g_r
+        R_aq = -(b.fa_q + b.J_vq @ Q_q)
+        R_au = -(b.fa_u + b.J_vq @ Q_u)
+        S_d = v.N @ np.linalg.solve(point.W, v.N.T)
+        S_a = (np.eye(self.nu) - S_d @ b.M_d) @ v.pinv
+        return SimpleNamespace(Q_q=Q_q, Q_u=Q_u, G_q=S_a @ R_aq + S_d @ R_dq,
+                               G_u=S_a @ R_au + S_d @ R_du, G_r=S_d @ R_dr)
+
+    def local_state_space(self, q, u, r=None, p=None, t=0.0, rank_tol=None, partition=None):
+        """The local state-space form at (q, u, r, p, t): A, B in the
+        orthonormal null-space coordinates of the point (Spencer's thesis,
+        ch. 3: y = V_2^T q; here also for the speeds), defined at regular and
+        singular points alike. This docstring is the spec of the generated C.
+
+        **Equations** (all o speeds, multiplier form; :meth:`multiplier_equations`):
+        kinematics ``f_k(q, qd, u, t) = 0`` (n), dynamics
+        ``g = F(q, qd, u, ud, r, t) + B_v(q, t)^T lambda = 0`` (o), constraints
+        ``f_c = 0`` (l), ``f_v = 0`` (m), acceleration constraints ``f_a = 0`` (m).
+
+        **At the point** (:meth:`operating_blocks`): qd* from the kinematics;
+        SVDs of J_c and B_v with rank ``rank_c``, ``rank_v`` by singular values
+        above ``rank_tol * sigma_max`` (default :data:`DEFAULT_RANK_TOL`);
+        orthonormal bases ``N_q`` (n x (n - rank_c)) of null(J_c) and ``N_u``
+        (o x (o - rank_v)) of null(B_v) (the trailing right singular vectors);
+        pseudo-inverses from the kept singular values; ud* and the
+        **minimum-norm multipliers** lambda* from the KKT system
+        ``M_d ud + B_v^T lambda = -F0``, ``B_v ud = -fa0`` (F0, fa0: F and f_a
+        at (q, qd*, u, ud = 0); ``M_d = dF/d ud`` is minus Kane's mass matrix)
+        in its minimum-norm solution
+
+            ud* = -B_v^+ fa0 + N_u W^-1 N_u^T (M_d B_v^+ fa0 - F0),  W = N_u^T M_d N_u
+            lambda* = -(B_v^+)^T (M_d ud* + F0)
+
+        (unique at regular points; where B_v loses rank, the pseudo-inverse
+        multipliers, as González takes them at the singular four-bar). Every
+        Jacobian is then taken at (q, qd*, u, ud*, lambda*). Needed: M_qq and
+        W invertible (a mass matrix positive definite on null(B_v)).
+
+        **Admissible perturbations** (the local coordinates x = [y; z]):
+
+            delta q = N_q y
+            delta u = N_u z + C_1 delta q,    C_1 = -B_v^+ J_vq
+
+        ``C_1 delta q`` is the part of delta u forced by ``d f_v/d q delta q``:
+        the minimum-norm solution of ``B_v delta u = -J_vq delta q`` (exact at
+        regular points; a least-squares solution where B_v has lost rank and
+        ``J_vq delta q`` leaves its range). ``T = [[N_q, 0], [C_1 N_q, N_u]]``
+        (``embedding``) maps x to [delta q; delta u]. At regular points x are
+        the coordinates of the chart ``y = N_q^T q``, ``z = N_u^T u`` (N_q, N_u
+        fixed at the point; q, u completed from f_c, f_v), and A, B below are
+        exactly the Jacobians of the equations of motion in that chart.
+
+        **Linearized dynamics**:
+
+            delta qd = Q_q delta q + Q_u delta u,  Q_q = M_qq^-1 A_qq, Q_u = M_qq^-1 A_qu
+            M_d delta ud + B_v^T delta lambda = rho_d = -(g_q + g_qd Q_q) delta q
+                                        - (g_u + g_qd Q_u) delta u - g_r delta r
+            B_v delta ud = rho_a = -(fa_q + J_vq Q_q) delta q - (fa_u + J_vq Q_u) delta u
+
+        (g_q = dF/dq + d(B_v^T lambda*)/dq holds the multipliers' curvature
+        term). Projection: delta ud = B_v^+ rho_a + N_u zeta, and the
+        dynamics premultiplied by N_u^T (which removes delta lambda, whatever
+        the multipliers' increments are) give
+
+            zeta = W^-1 N_u^T (rho_d - M_d B_v^+ rho_a),    W = N_u^T M_d N_u.
+
+        **Result**: ``y' = N_q^T delta qd``, ``z' = N_u^T delta ud = zeta``:
+
+            A = [[N_q^T (Q_q + Q_u C_1) N_q,  N_q^T Q_u N_u],
+                 [N_u^T (G_q + G_u C_1) N_q,  N_u^T G_u N_u]]
+            B = [[0], [W^-1 N_u^T (-g_r)]]
+
+        with ``delta ud = G_q delta q + G_u delta u + G_r delta r`` the two
+        linearized equations above solved as the KKT system at the point
+        (:meth:`_acceleration_map`): ``G_x = S_a R_ax + S_d R_dx`` for the
+        coefficient matrices R of rho_a and rho_d, ``S_d = N_u W^-1 N_u^T``,
+        ``S_a = (I - S_d M_d) B_v^+`` (so N_u^T S_a = -W^-1 N_u^T M_d B_v^+).
+
+        Size ``(n - rank_c) + (o - rank_v)``: the partition-based size at
+        regular points, larger where the ranks drop.
+        Another orthonormal basis (N_q R_q, N_u R_u) gives the orthogonally
+        similar ``diag(R_q, R_u)^T A diag(R_q, R_u)``: the C may use any SVD.
+        At equilibria (and wherever the chart transition to a partition's
+        chart (q_i, u_i) is stationary) the eigenvalues are those of the
+        partition-based A; at other moving points each chart has its own A
+        (A_2 = H A_1 H^-1 + H' H^-1, H the Jacobian of the chart transition,
+        H' its rate along the motion), like two partitions. E.g. the rolling
+        disk upright at speed v: the partition chart (u1, u2, u3 independent)
+        gives six zeros and +/-2 sqrt(1 - 3 v^2)/sqrt(5), this chart four zeros,
+        the same real pair and +/- i v/sqrt(2) (u4, u6 turn with the spin angle).
+
+        **Selection chart** (``partition``, optional): instead of N_q^T, N_u^T,
+        take selected coordinates and speeds as the local coordinates:
+        ``partition=(dependent_q, dependent_u)`` (indices or names; rank_c and
+        rank_v of them, and the rest must be independent on null(J_c),
+        null(B_v)), or ``"auto"`` (:meth:`automatic_partition`). With
+        ``S_q``, ``S_u`` the selections of the independent ones:
+        ``K_q = N_q (S_q^T N_q)^-1``, ``K_u = N_u (S_u^T N_u)^-1``,
+        ``C_1s = (I - K_u S_u^T) C_1``; delta q = K_q y, delta u = K_u z + C_1s delta q,
+        ``y' = S_q^T delta qd``, ``z' = S_u^T delta ud``. At a regular point
+        with the model's partition this is exactly the partition-based A
+        (Peterson's procedure), and it stays defined where the ranks drop
+        (then with fewer dependent coordinates than constraints).
+
+        Returns :class:`LocalStateSpace`.
+        """
+        point = self.operating_blocks(q, u, r, p, t, rank_tol)
+        b, c, v = point.blocks, point.svd_c, point.svd_v
+        acc = self._acceleration_map(point)
+        N_q, N_u = c.N, v.N
+        C_1 = -v.pinv @ b.J_vq
+        dependent_q = dependent_u = None
+        if partition is None:             # orthonormal chart: y = N_q^T q, z = N_u^T u
+            K_q, K_u, C = N_q, N_u, C_1
+            rows_q, rows_u = N_q.T, N_u.T
+        else:                             # selection chart: y = S_q^T q, z = S_u^T u
+            if isinstance(partition, str):
+                if partition != "auto":
+                    raise ValueError(f"partition must be None, 'auto' or (dependent_q, dependent_u), "
+                                     f"not {partition!r}")
+                dependent_q, dependent_u = self._pivoted_partition(point)
+            else:
+                dependent_q = self._indices(partition[0], self.q)
+                dependent_u = self._indices(partition[1], self.u)
+            rows_q = _selection(self.nq, dependent_q, c.rank, "coordinates", N_q)
+            rows_u = _selection(self.nu, dependent_u, v.rank, "speeds", N_u)
+            K_q = N_q @ np.linalg.inv(rows_q @ N_q)
+            K_u = N_u @ np.linalg.inv(rows_u @ N_u)
+            C = (np.eye(self.nu) - K_u @ rows_u) @ C_1
+        dq_y = K_q                        # delta q per y
+        du_y = C @ K_q                    # delta u per y
+        A = np.block([[rows_q @ (acc.Q_q @ dq_y + acc.Q_u @ du_y), rows_q @ acc.Q_u @ K_u],
+                      [rows_u @ (acc.G_q @ dq_y + acc.G_u @ du_y), rows_u @ acc.G_u @ K_u]])
+        B = np.vstack([np.zeros((K_q.shape[1], self.nr)), rows_u @ acc.G_r])
+        embedding = np.block([[K_q, np.zeros((self.nq, K_u.shape[1]))], [du_y, K_u]])
+        return LocalStateSpace(A=A, B=B, N_q=N_q, N_u=N_u, rank_c=c.rank, rank_v=v.rank,
+                               dof=N_u.shape[1], embedding=embedding, C_1=C_1,
+                               sigma_c=c.s, sigma_v=v.s, qd=point.qd, ud=point.ud,
+                               lam=point.lam, kkt_residual=point.kkt_residual,
+                               rank_tol=point.rank_tol, dependent_q=dependent_q,
+                               dependent_u=dependent_u)
+
+    def automatic_partition(self, q, u, r=None, p=None, t=0.0, rank_tol=None):
+        """Dependent coordinates and speeds by name: the pivot columns of a
+        column-pivoted QR (Businger-Golub: at each step the column of largest
+        remaining norm, the first one on ties) of J_c and of B_v, as many as
+        their ranks (SVD, ``rank_tol``). The complement is independent on
+        null(J_c) (null(B_v)) at the point, also where the ranks drop."""
+        point = self.operating_blocks(q, u, r, p, t, rank_tol)
+        dq, du = self._pivoted_partition(point)
+        return [_name(self.q[i]) for i in dq], [_name(self.u[i]) for i in du]
+
+    def _pivoted_partition(self, point):
+        b = point.blocks
+        return (_pivot_columns(b.J_c, point.svd_c.rank), _pivot_columns(b.B_v, point.svd_v.rank))
+
+    def descriptor(self, q, u, r=None, p=None, t=0.0, rank_tol=None):
+        """(E, A, B) of the linearized, index-reduced descriptor form
+        ``E w' = A w + B delta r`` (González et al., eqs. 7-8, with the
+        constraints at velocity and acceleration level and the drift of the
+        invariants absorbed by stabilizing multipliers, Gear-Gupta-Leimkuhler style).
+
+        Variables, in this order (size n + o + 2 m + l):
+
+            w = [delta q (n); delta u (o); delta lambda (m); mu (l); nu (m)]
+
+        delta lambda: the increments of the multipliers of ``F + B_v^T lambda = 0``;
+        mu, nu: multipliers that keep delta q in null(J_c) and delta u on the
+        linearized velocity constraints (zero on the nonlinear motion; they
+        absorb the turning of those subspaces along a moving point). Rows
+        (blocks as in :meth:`multiplier_equations`, at the point of
+        :meth:`operating_blocks`; ``P_c``, ``P_v`` the projectors onto the left
+        null spaces of J_c and B_v, zero at regular points):
+
+            kinematic (n):  M_qq dq' = A_qq dq + A_qu du + M_qq J_c^T mu
+            dynamic (o):    g_qd dq' + M_d du' = -g_q dq - g_u du - B_v^T dlambda
+                                                  + g_qd J_c^T mu + M_d B_v^T nu - g_r dr
+            acceleration (m): (I-P_v)(J_vq dq' + B_v du') = (I-P_v)(-fa_q dq - fa_u du
+                                  + J_vq J_c^T mu + B_v B_v^T nu) - P_v dlambda
+            position (l):   0 = J_c dq + P_c mu
+            velocity (m):   0 = (I-P_v)(J_vq dq + B_v du) + P_v nu
+
+        i.e. the linearization of ``f_k(q, q' - J_c^T mu, u) = 0``,
+        ``g(q, q' - J_c^T mu, u, u' - B_v^T nu, r, lambda) = 0``,
+        ``f_a(q, q' - J_c^T mu, u, u' - B_v^T nu) = 0``, ``f_c = 0``, ``f_v = 0``
+        at (q*, qd*, u*, ud*, lambda*, 0, 0). Where J_c or B_v lose rank the
+        redundant constraint rows become ``P mu = 0``, ``P nu = 0``,
+        ``P dlambda = 0`` (minimum-norm multipliers, as in the local form), so
+        the pencil stays regular. Its finite generalized eigenvalues are the
+        eigenvalues of :meth:`local_state_space` (its (n - rank_c) + (o - rank_v)
+        of them, at every point: on the constraints, dq = N_q y, du = N_u z + C_1 dq,
+        and N_q^T, N_u^T of the kinematic and dynamic rows are the local form);
+        the other 2 m + l + rank_c + rank_v are infinite. At a static
+        equilibrium (u* = 0, f_v = B_v(q) u) with regular J_c, mu = nu = 0 on
+        every solution and this is González's RCS linearization (his eq. 8 with
+        the multipliers' curvature in the stiffness) with the constraints at
+        velocity level instead of position level. (The stabilizing directions
+        J_c^T, B_v^T make this the descriptor of the orthonormal chart; the
+        finite eigenvalues are chart-independent only where the local form's are.)
+        """
+        point = self.operating_blocks(q, u, r, p, t, rank_tol)
+        b, c, v = point.blocks, point.svd_c, point.svd_v
+        n, o, m, l = self.nq, self.nu, self.nv, self.nc
+        P_c, P_v = c.P_left, v.P_left
+        Rv = np.eye(m) - P_v
+        size = n + o + 2 * m + l
+        E = np.zeros((size, size))
+        A = np.zeros((size, size))
+        B = np.zeros((size, self.nr))
+        iq, iu = slice(0, n), slice(n, n + o)
+        il, imu, inu = (slice(n + o, n + o + m), slice(n + o + m, n + o + m + l),
+                        slice(n + o + m + l, size))
+        rk, rd, ra = iq, iu, slice(n + o, n + o + m)
+        rp, rv = slice(n + o + m, n + o + m + l), slice(n + o + m + l, size)
+        # kinematic rows
+        E[rk, iq] = b.M_qq
+        A[rk, iq], A[rk, iu], A[rk, imu] = b.A_qq, b.A_qu, b.M_qq @ b.J_c.T
+        # dynamic rows
+        E[rd, iq], E[rd, iu] = b.g_qd, b.M_d
+        A[rd, iq], A[rd, iu], A[rd, il] = -b.g_q, -b.g_u, -b.B_v.T
+        A[rd, imu], A[rd, inu] = b.g_qd @ b.J_c.T, b.M_d @ b.B_v.T
+        B[rd] = -b.g_r
+        # acceleration rows
+        E[ra, iq], E[ra, iu] = Rv @ b.J_vq, Rv @ b.B_v
+        A[ra, iq], A[ra, iu], A[ra, il] = -Rv @ b.fa_q, -Rv @ b.fa_u, -P_v
+        A[ra, imu], A[ra, inu] = Rv @ b.J_vq @ b.J_c.T, Rv @ b.B_v @ b.B_v.T
+        # position and velocity rows
+        A[rp, iq], A[rp, imu] = b.J_c, P_c
+        A[rv, iq], A[rv, iu], A[rv, inu] = Rv @ b.J_vq, Rv @ b.B_v, P_v
+        return E, A, B
+
+    def descriptor_names(self):
+        """Names of the descriptor variables w, in :meth:`descriptor`'s order."""
+        return tuple([_name(s) for s in self.q] + [_name(s) for s in self.u]
+                     + [f"lambda{i}" for i in range(self.nv)] + [f"mu{i}" for i in range(self.nc)]
+                     + [f"nu{i}" for i in range(self.nv)])
+
+    def equilibrium(self, q_guess, u=None, r=None, p=None, t=0.0, fixed=None, tol=1e-12,
+                    max_iter=50, free_speeds=None, rank_tol=None):
+        """A consistent (q, u) near the guess where the independent
+        accelerations vanish: static equilibria (``u=None``: u = 0) or steady
+        motions (speeds ``u`` given, held unless named in ``free_speeds``).
+
+        "Independent accelerations" are those of the local state-space form's
+        chart, z' = N_u^T ud*: the residual is
+
+            R(q, u) = [f_c(q); f_v(q, u); P_N ud*(q, u)],    P_N = N_u N_u^T
+
+        (the projector onto null(B_v), independent of the basis), with ud* the
+        minimum-norm KKT solution of :meth:`operating_blocks`. For a static
+        point (u = 0, no rheonomic terms) ``P_N ud* = 0`` is ud* = 0, i.e. the
+        projected dynamics ``N_u^T F(q, 0, 0, 0, r) = 0``; a steady motion may
+        keep accelerations along the constraint normals (the rolling disk's
+        u4, u6 turn with the spin angle). Gauss-Newton with minimum-norm steps
+        (``numpy.linalg.lstsq``) on the unknowns: the coordinates not named in
+        ``fixed`` (names or indices into q) and the speeds named in
+        ``free_speeds``; what the residual does not depend on (ignorable
+        coordinates) stays at its guess. Jacobian, from the linearization blocks:
+
+            [[J_c, 0], [J_vq, B_v], [P_N (G_q - Bt_q(a)), P_N G_u]],   a = (B_v^+)^T ud*
+
+        (G: :meth:`_acceleration_map`; ``-P_N Bt_q(a)`` is the derivative of
+        the projector applied to ud* where ud* lies in the row space of B_v):
+        exact at the solution, so the convergence is quadratic at regular
+        points. Converged when ``max |R| <= tol``; raises RuntimeError
+        otherwise. Returns (q, u).
+        """
+        q = np.array(q_guess, float)
+        u = np.zeros(self.nu) if u is None else np.array(u, float)
+        held_q = set(self._indices(fixed, self.q))
+        free_q = [i for i in range(self.nq) if i not in held_q]
+        free_u = self._indices(free_speeds, self.u)
+        columns = free_q + [self.nq + j for j in free_u]
+        evaluate = self._multiplier_blocks()
+        residual = None
+        for _ in range(max_iter + 1):
+            point = self.operating_blocks(q, u, r, p, t, rank_tol)
+            b, v = point.blocks, point.svd_v
+            P_N = v.N @ v.N.T
+            residual = np.concatenate([b.f_c, b.f_v, P_N @ point.ud])
+            if np.abs(residual).max() <= tol:
+                return q, u
+            acc = self._acceleration_map(point)
+            a = v.pinv.T @ point.ud
+            curvature = evaluate(point.t, q, point.qd, u, point.ud, a, point.r, point.p).Bt_q
+            jacobian = np.block([[b.J_c, np.zeros((self.nc, self.nu))],
+                                 [b.J_vq, b.B_v],
+                                 [P_N @ (acc.G_q - curvature), P_N @ acc.G_u]])
+            step = np.linalg.lstsq(jacobian[:, columns], -residual, rcond=None)[0]
+            q[free_q] += step[:len(free_q)]
+            u[free_u] += step[len(free_q):]
+        raise RuntimeError(f"equilibrium: no convergence in {max_iter} iterations, "
+                           f"max |residual| = {np.abs(residual).max():.3g}")
+
+    def _indices(self, names, symbols):
+        if names is None:
+            return []
+        labels = [_name(s) for s in symbols]
+        out = []
+        for item in names:
+            if isinstance(item, str):
+                if item not in labels:
+                    raise ValueError(f"unknown name {item!r}; expected one of {labels}")
+                out.append(labels.index(item))
+            else:
+                out.append(int(item))
+        return out
+
+    def local_chart_fd(self, q, u, N_q, N_u, r=None, p=None, t=0.0, h=1e-4):
+        """(A, B) by central differences (one Richardson step) of the equations
+        of motion in the chart ``y = N_q^T q``, ``z = N_u^T u`` (N_q, N_u fixed):
+        q completed from ``N_q^T q = y0 + y`` and f_c = 0 (Newton), u from
+        ``N_u^T u = z0 + z`` and f_v = 0 (linear), derivatives from SymPy's
+        ``mass_matrix_full``/``forcing_full`` (:meth:`state_derivative`, the
+        KanesMethod's own reduced equations: nothing of the multiplier form).
+        Regular points only. The check of :meth:`local_state_space` at moving points."""
+        f = self.functions()
+        q0, u0 = np.asarray(q, float), np.asarray(u, float)
+        r0 = np.zeros(self.nr) if r is None else np.asarray(r, float)
+        ny, nz = N_q.shape[1], N_u.shape[1]
+        y0, z0 = N_q.T @ q0, N_u.T @ u0
+
+        def rates(x, rr):
+            qq = q0 + N_q @ x[:ny]
+            for _ in range(60):
+                args = self._args(qq, u0, None, p, t)
+                fc = np.asarray(f.f_c(*args), float).ravel() if self.nc else np.zeros(0)
+                res = np.concatenate([N_q.T @ qq - y0 - x[:ny], fc])
+                if np.abs(res).max() <= 1e-14:
+                    break
+                J = np.vstack([N_q.T, np.asarray(f.J_c(*args), float).reshape(self.nc, self.nq)])
+                qq = qq - np.linalg.solve(J, res)
+            else:
+                raise RuntimeError("local_chart_fd: Newton on f_c did not converge")
+            args = self._args(qq, np.zeros(self.nu), None, p, t)
+            if self.nv:
+                Bv = np.asarray(f.B_v(*args), float).reshape(self.nv, self.nu)
+                rest = np.asarray(f.f_v(*args), float).ravel()
+                uu = np.linalg.solve(np.vstack([N_u.T, Bv]), np.concatenate([z0 + x[ny:], -rest]))
+            else:
+                uu = N_u @ (z0 + x[ny:])
+            qd, ud = self.state_derivative(qq, uu, rr, p, t)
+            return np.concatenate([N_q.T @ qd, N_u.T @ ud])
+
+        def derivative(g, size):
+            def central(step):
+                cols = [(g(step * e) - g(-step * e)) / (2 * step) for e in np.eye(size)]
+                return np.array(cols).T if cols else np.zeros((ny + nz, 0))
+            return (4 * central(h / 2) - central(h)) / 3
+
+        A = derivative(lambda e: rates(e, r0), ny + nz)
+        B = derivative(lambda e: rates(np.zeros(ny + nz), r0 + e), self.nr)
+        return A, B.reshape(ny + nz, self.nr)
+
+
 def make_linearizer(kane, inputs=None, fix_double_count=True, q_i=None, q_d=None, u_i=None, u_d=None):
     """``kane.to_linearizer()`` with the inputs in the given order, optionally
     another partition, and (``fix_double_count``) without SymPy's double
@@ -389,3 +951,87 @@ def _name(symbol):
     if isinstance(symbol, sm.Function):
         return symbol.func.__name__
     return str(symbol)
+
+
+DEFAULT_RANK_TOL = 1e-9
+"""Default rank tolerance of the local and descriptor forms, relative to the
+largest singular value (of J_c, of B_v)."""
+
+
+class LocalStateSpace(SimpleNamespace):
+    """Result of :meth:`KaneReference.local_state_space`.
+
+    ``A``, ``B``: the local state-space form, x = [y; z] (y: n - rank_c
+    coordinate directions, z: o - rank_v speed directions); ``N_q``, ``N_u``:
+    the orthonormal null-space bases; ``rank_c``, ``rank_v``: ranks of J_c and
+    B_v at the point; ``dof = o - rank_v`` (independent speeds);
+    ``embedding`` T: [delta q; delta u] = T x; ``C_1 = -B_v^+ J_vq``;
+    ``sigma_c``, ``sigma_v``: singular values; ``qd``, ``ud``, ``lam``: qd*,
+    ud* and the minimum-norm multipliers at the point; ``kkt_residual``;
+    ``dependent_q``, ``dependent_u``: the selection chart's dependent indices
+    (None for the orthonormal chart). With a selection chart, ``embedding``
+    holds K_q, K_u and ``C_1`` stays the minimum-norm ``-B_v^+ J_vq``.
+    """
+
+
+def _rank_revealing(matrix, tol):
+    """SVD pieces of a (rows x cols) matrix: rank (singular values above tol *
+    sigma_max), orthonormal null-space basis N, pseudo-inverse, projector onto
+    the left null space."""
+    rows, cols = matrix.shape
+    if rows == 0:
+        return SimpleNamespace(rank=0, s=np.zeros(0), N=np.eye(cols), pinv=np.zeros((cols, 0)),
+                               P_left=np.zeros((0, 0)))
+    U, s, Vt = np.linalg.svd(matrix, full_matrices=True)
+    rank = int(np.sum(s > tol * s[0])) if s.size and s[0] > 0 else 0
+    V = Vt.T
+    pinv = V[:, :rank] @ np.diag(1.0 / s[:rank]) @ U[:, :rank].T
+    left = U[:, rank:]
+    return SimpleNamespace(rank=rank, s=s, N=V[:, rank:], pinv=pinv, P_left=left @ left.T)
+
+
+def _pivot_columns(matrix, rank):
+    """Indices (sorted) of the first ``rank`` pivots of a column-pivoted
+    Gram-Schmidt QR of ``matrix``."""
+    R = np.array(matrix, float)
+    chosen = []
+    for _ in range(rank):
+        norms = np.linalg.norm(R, axis=0)
+        norms[chosen] = -1.0
+        j = int(np.argmax(norms))
+        chosen.append(j)
+        v = R[:, j] / np.linalg.norm(R[:, j])
+        R = R - np.outer(v, v @ R)
+    return sorted(chosen)
+
+
+def _selection(size, dependent, rank, label, N, max_condition=1e12):
+    """Rows S^T selecting the independent entries; checks that there are
+    ``rank`` dependent ones and that S^T N is invertible."""
+    dependent = list(dependent)
+    if len(dependent) != rank or len(set(dependent)) != rank:
+        raise ValueError(f"{rank} dependent {label} needed at this point (the rank), got {dependent}")
+    independent = [i for i in range(size) if i not in dependent]
+    rows = np.eye(size)[independent]
+    if independent and np.linalg.cond(rows @ N) > max_condition:
+        raise ValueError(f"the independent {label} {independent} do not parametrize the null space here")
+    return rows
+
+
+def descriptor_eigenvalues(E, A, count=None, tol=1e-8):
+    """Finite generalized eigenvalues of the pencil (A, E) (SciPy's QZ,
+    ``scipy.linalg.eig(A, E, homogeneous_eigvals=True)``): the ``count`` of
+    smallest |alpha/beta| if given, else those with |beta| > tol |alpha|;
+    sorted by imaginary, then real part."""
+    import scipy.linalg
+
+    alpha, beta = scipy.linalg.eig(A, E, right=False, homogeneous_eigvals=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(np.abs(beta) > 0, np.abs(alpha) / np.abs(beta), np.inf)
+        values = alpha / beta
+    if count is not None:
+        keep = np.argsort(ratio, kind="stable")[:count]
+    else:
+        keep = np.nonzero(np.abs(beta) > tol * np.abs(alpha))[0]
+    values = values[keep]
+    return values[np.lexsort((np.round(values.real, 8), np.round(values.imag, 8)))]
