@@ -2,7 +2,8 @@
 
 The pipeline, one module per stage, in the order data flows:
 
-1. :mod:`codegen.model`  -- a ``KanesMethod`` and parameters become a :class:`Model`;
+1. :mod:`codegen.model`  -- a ``KanesMethod`` (or ``LagrangesMethod``, ``System``) and parameters
+   become a :class:`Model`;
 2. :mod:`codegen.derive` -- the linearization blocks (M_qq, A_qq, ...) are formed
    symbolically, once;
 3. :mod:`codegen.emit`   -- one CSE over all blocks, C and Cython text from templates;

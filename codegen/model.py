@@ -1,7 +1,8 @@
 """Stage 1 of the pipeline: the model.
 
 A :class:`Model` holds what the rest of the pipeline needs from a user's
-``KanesMethod``: the coordinates and speeds with the default dependent ones,
+``KanesMethod`` or ``LagrangesMethod`` (or a ``System`` or ``JointsMethod``
+formed with either): the coordinates and speeds with the default dependent ones,
 the inputs, the constant parameters with default values, and the residual
 equations of the thesis chapter's Table 1, each written as an expression that
 is zero on a motion of the system:
@@ -48,8 +49,11 @@ class Model:
 
     Parameters
     ----------
-    kane : sympy.physics.mechanics.KanesMethod
-        On which ``kanes_equations()`` has been called.
+    equations : sympy.physics.mechanics KanesMethod, LagrangesMethod, System or JointsMethod
+        A ``KanesMethod`` on which ``kanes_equations()`` has been called, a
+        ``LagrangesMethod`` on which ``form_lagranges_equations()`` has been
+        called, or a ``System`` or ``JointsMethod`` after ``form_eoms()`` with
+        either method.
     parameters : dict
         Every constant symbol of the equations mapped to its default value.
         The dict's order is the order of ``p`` in the generated code.
@@ -71,52 +75,116 @@ class Model:
         dependent set works at run time. ``"kane"``: the KanesMethod's own
         reduced equations (o - m rows, reduced symbolically by SymPy for its
         dependent speeds). ``"auto"``: multipliers when there are velocity
-        constraints and the KanesMethod has its bodies and loads.
+        constraints and the KanesMethod has its bodies and loads. A
+        LagrangesMethod's constraints always enter through multipliers.
+    dependent_q, dependent_u : sequences, optional (LagrangesMethod only)
+        The default dependent coordinates and speeds of a LagrangesMethod
+        (symbols or names; a speed also as the coordinate's derivative
+        ``q.diff()``). A KanesMethod's are its ``q_dependent`` and
+        ``u_dependent``, a System's its ``q_dep`` and ``u_dep``. Otherwise the
+        last coordinates (and speeds) whose columns of ``J_c = d f_c/dq`` (and
+        ``B_v = d f_v/du``, the rates of the dependent coordinates first) are
+        independent at random points. Every call of the generated code may
+        choose another partition.
+
+    Lagrange's equations
+    --------------------
+    From a LagrangesMethod (coordinates q, Lagrangian L, generalized forces Q
+    of its force list, holonomic constraints ``hol_coneqs`` and nonholonomic
+    constraints ``nonhol_coneqs``) the model takes:
+
+    * speeds ``u``: the coordinate rates, one new dynamic symbol per
+      coordinate named ``<coordinate>_rate`` (``theta`` -> ``theta_rate``),
+      with the kinematic equations ``q' - u = 0``; these are the names of the
+      speeds in ``u_names``, the state names and partitions by name;
+    * ``f_c``: the holonomic constraints;
+    * ``f_v``: SymPy's ``coneqs`` with q' -> u: the time derivatives of the
+      holonomic constraints, then the nonholonomic constraints (which must be
+      linear in q' and hold no other time-varying symbol);
+    * ``dynamic``: ``d/dt(dL/dq') - dL/dq - Q`` with q' -> u, q'' -> u' (n
+      rows, without the multiplier terms; SymPy's ``mass_matrix`` and
+      ``forcing`` without the multiplier columns), to which the derivation adds
+      the constraint forces ``B_v^T lambda`` (the same multiplier path as a
+      KanesMethod with velocity constraints; no symbolic elimination).
+
+    A System or JointsMethod formed with LagrangesMethod must give each joint
+    the coordinate rate as its speed (``PinJoint(..., coordinates=q,
+    speeds=q.diff())``), as SymPy's Lagrange examples do.
+
+    Auxiliary speeds (``u_auxiliary`` of a KanesMethod, ``u_aux`` of a System)
+    bring constraint forces into evidence; they are zero on every motion, so
+    they are set to zero (with their derivatives) in every equation, as
+    KanesMethod does in Fr*, and their auxiliary equations are not used.
     """
 
-    def __init__(self, kane, parameters, inputs=None, name="model", description="",
-                 reduction="auto"):
+    def __init__(self, equations, parameters, inputs=None, name="model", description="",
+                 reduction="auto", dependent_q=None, dependent_u=None):
         if not _IDENTIFIER.match(name):
             raise ModelError(f"model name {name!r} must be a C identifier")
-        kane = _kanes_method(kane, name)
+        if reduction not in ("auto", "multipliers", "kane"):
+            raise ModelError(f"model {name!r}: reduction must be 'auto', 'multipliers' or 'kane', "
+                             f"not {reduction!r}")
+        self.name = name
+        self.description = description
+        self.time = dynamicsymbols._t
+        method, source = _equations_of_motion(equations, name)
+        # the user's equations, kept for the reference routes (SymPy's Linearizer)
+        self.kane = self.lagrange = None
+        if _is_kanes_method(method):
+            if dependent_q is not None or dependent_u is not None:
+                raise ModelError(
+                    f"model {name!r}: dependent_q and dependent_u are for a LagrangesMethod; a "
+                    "KanesMethod's default partition is its q_dependent and u_dependent (every call "
+                    "of the generated code may choose another)")
+            qd_of_u, kinematics = self._from_kanes_method(method, reduction)
+        else:
+            qd_of_u, kinematics = self._from_lagranges_method(method, source, reduction)
+        self.qd = [qi.diff(self.time) for qi in self.q]
+        self.ud = [ui.diff(self.time) for ui in self.u]
+
+        self._check_sizes()
+        self.inputs = self._find_inputs(inputs)
+        self.parameters, self.parameter_values = self._check_parameters(parameters)
+        if self.lagrange is not None:
+            self._choose_lagrange_partition(source, dependent_q, dependent_u)
+        self._check_velocity_constraints_hold_df_c_dt(qd_of_u, *kinematics)
+
+    def _from_kanes_method(self, kane, reduction):
+        """q, u, the default partition and the residuals of a KanesMethod;
+        returns the map q' -> q'(u) and the kinematic and velocity constraint
+        coefficients for the check of d f_c/dt."""
+        name = self.name
         fr, frstar = sympy_adapter.fr_frstar(kane)
         if fr is None or frstar is None:
             raise ModelError(
                 f"model {name!r}: call kane.kanes_equations(bodies, loads) before Model(kane, ...)")
-        auxiliary = sympy_adapter.auxiliary_speeds(kane)
-        if auxiliary:
-            raise ModelError(
-                f"model {name!r}: auxiliary speeds {[_name(s) for s in auxiliary]} are not supported "
-                "(yet): form the KanesMethod without u_auxiliary")
-        self.name = name
-        self.description = description
-        # the user's equations, kept for the reference routes (SymPy's Linearizer)
         self.kane = kane
-        t = dynamicsymbols._t
-        self.time = t
+        t = self.time
+        auxiliary = sympy_adapter.auxiliary_speeds(kane)
+        # Auxiliary speeds are zero on every motion: KanesMethod sets them (and
+        # their derivatives) to zero in Fr*; here in every equation.
+        zero_auxiliary = {ua.diff(t): 0 for ua in auxiliary} | {ua: 0 for ua in auxiliary}
+
+        def without_auxiliary(matrix):
+            return sm.Matrix(matrix).xreplace(zero_auxiliary) if auxiliary else sm.Matrix(matrix)
 
         self.q = list(kane.q)
         self.u = list(kane.u)
         self.q_dependent = sympy_adapter.dependent_coordinates(kane)
         self.u_dependent = sympy_adapter.dependent_speeds(kane)
-        self.qd = [qi.diff(t) for qi in self.q]
-        self.ud = [ui.diff(t) for ui in self.u]
 
-        qd, u = sm.Matrix(self.qd), sm.Matrix(self.u)
+        qd, u = sm.Matrix([qi.diff(t) for qi in self.q]), sm.Matrix(self.u)
         # Implicit kinematic equations k_kqdot qd + k_ku u + f_k = 0: the form the
         # user wrote, before KanesMethod's symbolic solve for qd.
-        k_kqdot, k_ku, f_k = sympy_adapter.kinematic_coefficients(kane)
+        k_kqdot, k_ku, f_k = (without_auxiliary(m) for m in sympy_adapter.kinematic_coefficients(kane))
         self.kinematic = k_kqdot * qd + k_ku * u + f_k
         self.f_c = sympy_adapter.configuration_constraints(kane)
         # velocity constraints k_nh u + f_nh = 0 (linear in u, as SymPy splits them)
-        k_nh, f_nh = sympy_adapter.velocity_constraint_coefficients(kane)
+        k_nh, f_nh = (without_auxiliary(m) for m in sympy_adapter.velocity_constraint_coefficients(kane))
         if len(f_nh):
             self.f_v = f_nh + k_nh * u
         else:
             self.f_v = sm.zeros(0, 1)
-        if reduction not in ("auto", "multipliers", "kane"):
-            raise ModelError(f"model {name!r}: reduction must be 'auto', 'multipliers' or 'kane', "
-                             f"not {reduction!r}")
         has_loads = kane.bodies is not None and kane.loads is not None
         if reduction == "multipliers" and not has_loads:
             raise ModelError(f"model {name!r}: reduction='multipliers' needs the KanesMethod's "
@@ -124,16 +192,104 @@ class Model:
         self.multipliers = 0
         if len(self.u_dependent) and reduction != "kane" and has_loads:
             # F of all o speeds; the constraint forces B_v^T lambda are added in derive
-            self.dynamic = _unconstrained_dynamics(kane)
+            self.dynamic = without_auxiliary(_unconstrained_dynamics(kane))
             self.multipliers = len(self.u_dependent)
         else:
-            self.dynamic = fr + frstar
+            # with auxiliary speeds, their equations follow the o - m of the speeds
+            rows = len(self.u) - len(self.u_dependent)
+            self.dynamic = without_auxiliary((fr + frstar)[:rows, :])
         self.reduction = "multipliers" if self.multipliers else "kane"
+        qd_of_u = {key: value.xreplace(zero_auxiliary) if auxiliary else value
+                   for key, value in kane.kindiffdict().items()}
+        return qd_of_u, (k_kqdot, k_ku, f_k, k_nh, f_nh)
 
-        self._check_sizes()
-        self.inputs = self._find_inputs(inputs)
-        self.parameters, self.parameter_values = self._check_parameters(parameters)
-        self._check_velocity_constraints_hold_df_c_dt(kane, k_kqdot, k_ku, f_k, k_nh, f_nh)
+    def _from_lagranges_method(self, lagrange, source, reduction):
+        """q, the coordinate rates as speeds and the residuals of a
+        LagrangesMethod (see the class docstring); the default partition is
+        chosen later, once the parameters are known."""
+        name = self.name
+        if not sympy_adapter.lagrange_formed(lagrange):
+            raise ModelError(f"model {name!r}: call form_lagranges_equations() on the "
+                             "LagrangesMethod (or form_eoms() on the System) before Model(...)")
+        self.lagrange = lagrange
+        t = self.time
+        self.q = list(lagrange.q)
+        n = len(self.q)
+        rates = [qi.diff(t) for qi in self.q]
+        self.u = [dynamicsymbols(f"{_name(qi)}_rate") for qi in self.q]
+        accelerations = [rate.diff(t) for rate in rates]
+        # second derivatives first: xreplace swaps whole Derivative nodes
+        to_speeds = dict(zip(accelerations, [ui.diff(t) for ui in self.u])) | dict(zip(rates, self.u))
+
+        f_c = sympy_adapter.holonomic_constraints(lagrange)
+        coneqs = sympy_adapter.lagrange_constraints(lagrange)
+        m_d, f_d = sympy_adapter.lagrange_unconstrained_equations(lagrange)
+        known = set(self.q) | set(rates)
+        foreign = find_dynamicsymbols(coneqs, exclude=known) if len(coneqs) else set()
+        if foreign:
+            raise ModelError(
+                f"model {name!r}: the LagrangesMethod's constraints contain time-varying symbols "
+                f"{sorted(map(str, foreign))} that are neither coordinates nor coordinate rates: "
+                "write the nonholonomic constraints in the coordinates and their rates q'")
+        equations = m_d.row_join(f_d)
+        taken = {_name(s) for matrix in (equations, coneqs) for entry in matrix
+                 for s in find_dynamicsymbols(entry)}
+        clash = sorted(_name(ui) for ui in self.u if _name(ui) in taken)
+        if clash:
+            raise ModelError(
+                f"model {name!r}: the speeds of a LagrangesMethod are named <coordinate>_rate, but "
+                f"the equations already contain {clash}: rename those symbols")
+        self._refuse_joint_speeds_in_lagrange(source, equations, rates)
+
+        self.f_c = f_c
+        self.f_v = coneqs.xreplace(to_speeds) if len(coneqs) else sm.zeros(0, 1)
+        self.kinematic = sm.Matrix(rates) - sm.Matrix(self.u)
+        # d/dt(dL/dq') - dL/dq - Q = M_d q'' - F_d; derive adds B_v^T lambda
+        self.dynamic = (m_d * sm.Matrix(accelerations) - f_d).xreplace(to_speeds)
+        m = len(self.f_v)
+        if m and reduction == "kane":
+            raise ModelError(
+                f"model {name!r}: reduction='kane' needs a KanesMethod's reduced equations; a "
+                "LagrangesMethod's constraints enter through multipliers (reduction='auto')")
+        B_v = self.f_v.jacobian(self.u) if m else sm.zeros(0, n)
+        if m and any(entry.has(*self.u) for entry in B_v):
+            raise ModelError(f"model {name!r}: the LagrangesMethod's nonholonomic constraints must "
+                             "be linear in the coordinate rates q'")
+        self.multipliers = m
+        self.reduction = "multipliers" if m else "none"
+        # provisional default partition (sizes only): the last l coordinates and m speeds
+        l = len(f_c)
+        self.q_dependent = self.q[n - l:]
+        self.u_dependent = self.u[n - m:] if m else []
+        f_nh = self.f_v.xreplace(dict.fromkeys(self.u, 0)) if m else sm.zeros(0, 1)
+        kinematics = (sm.eye(n), -sm.eye(n), sm.zeros(n, 1), B_v, f_nh)
+        return dict(zip(rates, self.u)), kinematics
+
+    def _refuse_joint_speeds_in_lagrange(self, source, equations, rates):
+        """Joints define velocities with their speeds, but LagrangesMethod
+        differentiates the Lagrangian with respect to q' only: with speeds
+        other than the coordinate rates, the joints' velocities drop out of
+        Lagrange's equations (or their speeds would pass for inputs). So a
+        System or JointsMethod formed with LagrangesMethod needs joints whose
+        speeds are the coordinate rates, and no other speed of the System may
+        appear in the equations."""
+        if source is self.lagrange:
+            return
+        rates = set(rates)
+        if _is_system(source):
+            speeds = [s for joint in source.joints for s in joint.speeds]
+            speeds += [s for s in source.u if equations.has(s)]
+        else:                                   # a JointsMethod: all its speeds are its joints'
+            speeds = list(getattr(source, "u", []))
+        wrong = list(dict.fromkeys(s for s in speeds if s not in rates))
+        if wrong:
+            kind = type(source).__name__
+            raise ModelError(
+                f"model {self.name!r}: the {kind} was formed with LagrangesMethod, but its speeds "
+                f"{[_name(s) for s in wrong]} are not the coordinate rates, and Lagrange's equations "
+                "differentiate only with respect to q': give each joint the rate of its coordinate "
+                "as its speed (e.g. PinJoint(name, parent, child, coordinates=q, speeds=q.diff())), "
+                "or form the equations with KanesMethod")
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -248,7 +404,7 @@ class Model:
             raise ModelError(f"model {self.name!r}: parameter names must be distinct: {names}")
         return symbols, values
 
-    def _check_velocity_constraints_hold_df_c_dt(self, kane, k_kqdot, k_ku, f_k, k_nh, f_nh):
+    def _check_velocity_constraints_hold_df_c_dt(self, qd_of_u, k_kqdot, k_ku, f_k, k_nh, f_nh):
         """The velocity constraints must include the time derivative of the
         configuration constraints (the thesis chapter's f_v; C_1 and C_2 and
         the acceleration constraints rest on it). Without it the generated
@@ -275,11 +431,11 @@ class Model:
             # model is wrong unless d f_c/dt vanishes identically, so refuse
             missing = range(self.l)
         if missing:
-            self._refuse_missing_df_c_dt(kane, missing)
+            self._refuse_missing_df_c_dt(qd_of_u, missing)
 
-    def _refuse_missing_df_c_dt(self, kane, rows):
+    def _refuse_missing_df_c_dt(self, qd_of_u, rows):
+        """``qd_of_u``: q' in terms of u (a KanesMethod's own solve), for the message only."""
         t = self.time
-        qd_of_u = kane.kindiffdict()      # the user's own solve, for the message only
         readable = {s: sm.Symbol(_name(s)) for s in self.q + self.u}   # x, not x(t)
         lines = []
         speeds = set()
@@ -298,6 +454,47 @@ class Model:
             + f" to velocity_constraints, with u_dependent={dependent} plus one more dependent "
             f"speed per added constraint (one of {', '.join(candidates) or 'the speeds'})"
             + ("" if not self.m else ", or correct the velocity constraints"))
+
+    # -- default partition of a LagrangesMethod -----------------------------------------
+    def _choose_lagrange_partition(self, source, dependent_q, dependent_u):
+        """The default dependent coordinates and speeds of a LagrangesMethod:
+        given (``dependent_q``, ``dependent_u``), a System's ``q_dep`` and
+        ``u_dep``, or chosen by :func:`_independent_columns` (see the class
+        docstring)."""
+        l, m = len(self.f_c), len(self.f_v)
+        rates = {qi.diff(self.time): ui for qi, ui in zip(self.q, self.u)}
+        if dependent_q is None and dependent_u is None and _is_system(source):
+            system_q, system_u = list(source.q_dep), list(source.u_dep)
+            if len(system_q) == l and len(system_u) == m and all(s in rates for s in system_u):
+                dependent_q, dependent_u = system_q, system_u
+        if dependent_q is not None:
+            self.q_dependent = self._resolve(dependent_q, self.q, {}, "dependent_q", l)
+        elif l:
+            columns = _independent_columns(self, self.f_c.jacobian(self.q), l, [], "holonomic constraints")
+            self.q_dependent = [self.q[i] for i in columns or range(self.n - l, self.n)]
+        if dependent_u is not None:
+            self.u_dependent = self._resolve(dependent_u, self.u, rates, "dependent_u", m)
+        elif m:
+            first = [self.q.index(qi) for qi in self.q_dependent]   # the rates of q_dep
+            columns = _independent_columns(self, self.f_v.jacobian(self.u), m, first, "velocity constraints")
+            self.u_dependent = [self.u[i] for i in columns or range(self.o - m, self.o)]
+
+    def _resolve(self, chosen, symbols, aliases, label, count):
+        """Symbols (or names, or ``aliases`` keys) ``chosen`` among ``symbols``,
+        in the model's order."""
+        by_name = {_name(s): s for s in symbols}
+        resolved = []
+        for item in chosen:
+            symbol = by_name.get(item) if isinstance(item, str) else aliases.get(item, item)
+            if symbol not in symbols:
+                raise ModelError(f"model {self.name!r}: {label} entry {item!r} is not one of "
+                                 f"{list(by_name)}")
+            resolved.append(symbol)
+        if len(set(resolved)) != len(resolved) or len(resolved) != count:
+            raise ModelError(f"model {self.name!r}: {label} needs {count} distinct entries (one per "
+                             f"{'configuration' if label == 'dependent_q' else 'velocity'} "
+                             f"constraint), got {list(chosen)}")
+        return [s for s in symbols if s in set(resolved)]
 
     # -- identity -------------------------------------------------------------
     def fingerprint(self):
@@ -428,27 +625,86 @@ def _unconstrained_dynamics(kane):
     return fr + frstar
 
 
-def _kanes_method(equations, name):
-    """The KanesMethod behind what the user passed: itself, a ``System``'s or a
-    ``JointsMethod``'s (after ``form_eoms()`` with Kane's method); anything else
-    is refused with a message that says what to pass."""
+def _is_kanes_method(method):
+    from sympy.physics.mechanics import KanesMethod
+    return isinstance(method, KanesMethod)
+
+
+def _is_system(source):
+    from sympy.physics.mechanics import System
+    return isinstance(source, System)
+
+
+def _equations_of_motion(equations, name):
+    """``(method, source)``: the KanesMethod or LagrangesMethod behind what the
+    user passed (itself, or a ``System``'s or ``JointsMethod``'s after
+    ``form_eoms()``) and what it came from; anything else is refused with a
+    message that says what to pass."""
     from sympy.physics.mechanics import KanesMethod, LagrangesMethod
 
-    if isinstance(equations, KanesMethod):
-        return equations
+    if isinstance(equations, (KanesMethod, LagrangesMethod)):
+        return equations, equations
     inner = getattr(equations, "eom_method", None) or getattr(equations, "method", None)
-    if isinstance(inner, KanesMethod):
-        return inner
+    if isinstance(inner, (KanesMethod, LagrangesMethod)):
+        return inner, equations
     kind = type(equations).__name__
-    if isinstance(equations, LagrangesMethod) or isinstance(inner, LagrangesMethod):
-        what = kind if isinstance(equations, LagrangesMethod) else f"{kind} formed with LagrangesMethod"
-        raise ModelError(f"model {name!r}: {what} is not supported yet (issue 12); "
-                         "write the model with KanesMethod (or System.form_eoms() with the default "
-                         "eom_method=KanesMethod)")
     if inner is None and hasattr(equations, "form_eoms"):
         raise ModelError(f"model {name!r}: call {kind}.form_eoms() before Model(...)")
-    raise ModelError(f"model {name!r}: expected a sympy.physics.mechanics KanesMethod "
-                     f"(or a System/JointsMethod formed with it), got {kind}")
+    raise ModelError(f"model {name!r}: expected a sympy.physics.mechanics KanesMethod or "
+                     f"LagrangesMethod (or a System/JointsMethod after form_eoms()), got {kind}")
+
+
+def _independent_columns(model, jacobian, count, first, label):
+    """Indices of ``count`` columns of ``jacobian`` (rows: constraints, columns:
+    coordinates or speeds) that are linearly independent at a few seeded random
+    points (coordinates and speeds in [-1, 1], the default parameters): the
+    columns ``first`` if they are, then the others from the last one
+    backwards, each kept if it adds to the rank at every point. So the last
+    coordinates become the dependent ones, as in KanesMethod's ``q = q_ind +
+    q_dep``, except those the constraints cannot determine (a column that
+    vanishes, or one that repeats another). Empty if no point could be
+    evaluated; a ModelError if the constraints themselves are dependent."""
+    import numpy as np
+
+    t = model.time
+    q_plain = sm.symbols(f"q_0:{model.n}", real=True)
+    u_plain = sm.symbols(f"u_0:{model.o}", real=True)
+    t_plain = sm.Symbol("t_", real=True)
+    to_plain = dict(zip(model.q, q_plain)) | dict(zip(model.u, u_plain)) | {t: t_plain}
+    evaluate = sm.lambdify([q_plain, u_plain, t_plain, model.parameters],
+                           jacobian.xreplace(to_plain), "numpy", cse=True)
+    p = [float(v) for v in model.parameter_values]
+    rng = np.random.default_rng(20240910)
+    points = []
+    for _ in range(10):
+        with np.errstate(all="ignore"):
+            value = np.asarray(evaluate(rng.uniform(-1.0, 1.0, model.n), rng.uniform(-1.0, 1.0, model.o),
+                                        float(rng.uniform(0.1, 1.0)), p), dtype=float)
+        if np.all(np.isfinite(value)):
+            points.append(value.reshape(jacobian.shape))
+        if len(points) == 3:
+            break
+    if not points:
+        return []
+
+    def independent(columns):
+        for value in points:
+            tolerance = 1e-9 * max(np.abs(value).max(), 1e-300)
+            if np.linalg.matrix_rank(value[:, columns], tol=tolerance) < len(columns):
+                return False
+        return True
+
+    chosen = list(first) if first and independent(list(first)) else []
+    for j in reversed(range(jacobian.shape[1])):
+        if len(chosen) == count:
+            break
+        if j not in chosen and independent(chosen + [j]):
+            chosen.append(j)
+    if len(chosen) < count:
+        raise ModelError(
+            f"model {model.name!r}: the {count} {label} of the LagrangesMethod are not independent "
+            f"(their Jacobian has rank {len(chosen)} at random points): remove the redundant ones")
+    return sorted(chosen)
 
 
 def _name(symbol):

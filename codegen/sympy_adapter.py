@@ -1,7 +1,9 @@
 """Every access to SymPy's private attributes, in one place, with a version check.
 
 ``KanesMethod`` keeps the equations a user wrote in private attributes
-(``_qdep``, ``_f_h``, ``_f_nh``, ``_k_kqdot_implicit``, ``_fr``, ...), and
+(``_qdep``, ``_f_h``, ``_f_nh``, ``_k_kqdot_implicit``, ``_fr``, ...),
+``LagrangesMethod`` its holonomic constraints and its equations without the
+multiplier terms in others (``_hol_coneqs``, ``_m_d``, ``_f_d``), and
 ``Linearizer`` keeps its partition and its lazy setup in others (``_qd``,
 ``_setup_done``, ...). SymPy may rename or change them in any release, so
 codegen reads them only through the functions below, and only with a SymPy
@@ -43,8 +45,9 @@ def check_sympy_version(version=sm.__version__):
         return
     tested = ", ".join(f"{major}.{minor}.x" for major, minor in TESTED_SYMPY)
     raise UntestedSymPyError(
-        f"codegen reads private attributes of SymPy's KanesMethod and Linearizer, checked with "
-        f"SymPy {tested} only; SymPy {version} is installed. Install a tested release "
+        f"codegen reads private attributes of SymPy's KanesMethod, LagrangesMethod and "
+        f"Linearizer, checked with SymPy {tested} only; SymPy {version} is installed. "
+        f"Install a tested release "
         f"(pip install 'sympy=={TESTED_SYMPY[-1][0]}.{TESTED_SYMPY[-1][1]}.0'), or set "
         f"{ALLOW_UNTESTED}=1 to try this one (and check the results against the tests)")
 
@@ -127,6 +130,34 @@ def velocity_constraints(kane):
     if not len(f_nh):
         return sm.zeros(0, 1)
     return f_nh + k_nh * sm.Matrix(kane.u)
+
+
+# -- LagrangesMethod ----------------------------------------------------------------------
+
+
+def lagrange_formed(lagrange):
+    """Whether ``form_lagranges_equations()`` (or ``form_eoms()``) was called."""
+    return lagrange.eom is not None
+
+
+def holonomic_constraints(lagrange):
+    """``f_c(q, t)`` of a LagrangesMethod, its ``hol_coneqs``: a column of l
+    residuals (0 x 1 without)."""
+    return _column(lagrange._hol_coneqs)
+
+
+def lagrange_constraints(lagrange):
+    """``coneqs``: the time derivatives of the holonomic constraints, then the
+    nonholonomic constraints, in q, q' and t (0 x 1 without)."""
+    return _column(lagrange.coneqs)
+
+
+def lagrange_unconstrained_equations(lagrange):
+    """``(M_d, F_d)`` of ``d/dt(dL/dq') - dL/dq - Q = M_d q'' - F_d``: Lagrange's
+    equations without the multiplier terms (n rows, in q, q', q'', inputs, t),
+    as ``form_lagranges_equations`` split them: ``mass_matrix`` is
+    ``[M_d, -lam_coeffs^T]`` and ``forcing`` is ``F_d``."""
+    return sm.Matrix(lagrange._m_d), sm.Matrix(lagrange._f_d)
 
 
 # -- Linearizer --------------------------------------------------------------------------

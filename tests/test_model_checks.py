@@ -356,27 +356,6 @@ def test_a_function_that_prints_itself_is_accepted(build_dir):
     assert np.allclose(ud, (-3.0 * 0.5 + math.tanh(0.3)) / 2.0, rtol=1e-14)
 
 
-def _lagrange_pendulum():
-    q = me.dynamicsymbols("q")
-    m, g, l = sm.symbols("m g l")
-    N = me.ReferenceFrame("N")
-    A = N.orientnew("A", "Axis", [q, N.z])
-    O = me.Point("O")
-    O.set_vel(N, 0)
-    P = O.locatenew("P", l * A.x)
-    P.v2pt_theory(O, N, A)
-    lagrange = me.LagrangesMethod(me.Lagrangian(N, me.Particle("bob", P, m)), [q],
-                                  forcelist=[(P, m * g * N.x)], frame=N)
-    lagrange.form_lagranges_equations()
-    return lagrange, {m: 1.0, g: 9.81, l: 1.0}
-
-
-def test_lagrange_model_is_refused_without_telling_to_call_kanes_equations():
-    lagrange, parameters = _lagrange_pendulum()
-    with pytest.raises(ModelError, match="LagrangesMethod is not supported yet") as error:
-        Model(lagrange, parameters, name="lagrange_pendulum")
-    assert "kanes_equations" not in str(error.value)
-
 
 @pytest.mark.parametrize("thing", [42, "kane", None])
 def test_something_else_than_equations_of_motion_is_refused(thing):

@@ -18,9 +18,11 @@ Not here: ``test_kane3.py`` (the bicycle: tests/test_bicycle*.py),
 ``test_linearize.py``'s Kane rolling disc (the built-in disk,
 tests/test_disk*.py), ``test_kane2.py::test_sub_qdot2`` (no bodies: a zero
 mass matrix, nothing to linearize), ``test_kane.py``'s implicit-kinematics
-quaternion model (no point of interest given), Lagrange models and
-``SymbolicSystem`` (not a KanesMethod). Models with auxiliary speeds are
-refused with a ModelError (issue 12 adds them).
+quaternion model (no point of interest given), Lagrange models
+(tests/test_lagrange.py, tests/test_joints_system.py) and ``SymbolicSystem``
+(not a KanesMethod). Models with auxiliary speeds are accepted (issue 12): the
+auxiliary speeds are zero on every motion and do not change the
+linearization; checked against finite differences of SymPy's own equations.
 """
 
 import importlib
@@ -33,7 +35,6 @@ import sympy as sm
 
 import codegen
 from codegen import Model
-from codegen.errors import ModelError
 
 import reference
 from reference import assert_matrices_close
@@ -215,19 +216,60 @@ def test_fourbar_state_derivative_matches_the_sympy_test(built):
     np.testing.assert_allclose(ud, np.linalg.solve(mass, forcing), rtol=1e-9)
 
 
-# -- refused: auxiliary speeds -----------------------------------------------------------------
+# -- auxiliary speeds (issue 12) -------------------------------------------------------------
+
+# (q, u, r) of each model in tests/sympy_models/auxiliary_speeds.py; dependent speeds completed
+AUXILIARY_POINTS = {
+    "kane_aux": [([0.3, 0.4, 0.2], [0.5, -0.2, 0.7], [0.1, 0.2]),
+                 ([-1.0, 0.9, 2.0], [-0.3, 1.1, 0.4], [0.0, -0.5])],
+    "kane2_non_central_inertia": [([0.2, 0.1, -0.3], [0.4, 0.6, 0.0, 0.0], []),
+                                  ([-0.7, 1.3, 0.5], [-1.2, 0.3, 0.0, 0.0], [])],
+    "box_on_ground": [([0.3], [0.5], [2.0, 1.0]), ([-1.0], [-0.2], [0.7, -0.4])],
+}
 
 
-@pytest.mark.parametrize("name", list(auxiliary_speeds.MAKERS))
-def test_models_with_auxiliary_speeds_are_refused(name):
-    kane, parameters, inputs = auxiliary_speeds.MAKERS[name]()
-    with pytest.raises(ModelError, match=rf"model '{name}': auxiliary speeds \[.*\] are not supported"):
-        Model(kane, parameters, inputs, name=name)
+def auxiliary_speeds_of(kane):
+    from codegen.sympy_adapter import auxiliary_speeds
+    return auxiliary_speeds(kane)
 
 
-@pytest.mark.xfail(reason="auxiliary speeds are refused; issue 12 adds them", raises=ModelError, strict=True)
+def auxiliary_reference(kane, parameters, inputs):
+    """SymPy's own equations of a KanesMethod with auxiliary speeds (its
+    ``mass_matrix_full`` and ``forcing_full`` hold the o - m equations, not the
+    auxiliary ones), with the auxiliary speeds and their derivatives set to
+    zero where they remain (velocity constraints and their derivatives)."""
+    ref = reference.KaneReference(kane, parameters, inputs)
+    t = ref.t
+    auxiliary = auxiliary_speeds_of(kane)
+    zero = {ua.diff(t): 0 for ua in auxiliary} | {ua: 0 for ua in auxiliary}
+    equations = ref.equations()
+    for name, matrix in vars(equations).items():
+        setattr(equations, name, sm.Matrix(matrix).xreplace(zero))
+    return ref
+
+
 @pytest.mark.parametrize("name", list(auxiliary_speeds.MAKERS))
 def test_models_with_auxiliary_speeds_linearize(name, build_dir):
+    """Accepted (issue 12): the auxiliary speeds are set to zero and their
+    equations dropped, so A and B are those of the model without them:
+    constrained finite differences of SymPy's own equations agree, and so
+    does the state derivative."""
     kane, parameters, inputs = auxiliary_speeds.MAKERS[name]()
-    compiled = codegen.build(Model(kane, parameters, inputs, name=name), output_dir=build_dir)
-    assert compiled is not None
+    model = Model(kane, parameters, inputs, name=name)
+    assert not any(eq.has(*auxiliary_speeds_of(kane)) for eq in model.dynamic.col_join(model.f_v))
+    compiled = codegen.build(model, output_dir=build_dir)
+    ref = auxiliary_reference(kane, parameters, inputs)
+    assert compiled.state_names == ref.state_names()
+    for q, u, r in AUXILIARY_POINTS[name]:
+        q, u = ref.complete(q, u)
+        qd, ud = compiled.state_derivative(q, u, r)
+        assert_matrices_close(np.concatenate([qd, ud]), np.concatenate(ref.state_derivative(q, u, r)), 1e-11)
+        A, B = compiled.linearize(q, u, r)
+        A_fd, B_fd = ref.constrained_fd_AB(q, u, r)
+        assert_matrices_close(A, A_fd, 1e-6, f"{name} A at q={q}")
+        assert_matrices_close(B, B_fd, 1e-6, f"{name} B at q={q}")
+        if name == "box_on_ground":
+            # sliding with friction mu N: x'' = (F - mu N)/m, nothing depends on the state
+            m, mu = 1.0, 0.3
+            assert_matrices_close(A, [[0, 1], [0, 0]], 1e-14)
+            assert_matrices_close(B, [[0, 0], [-mu / m, 1 / m]], 1e-14)

@@ -1,5 +1,5 @@
-"""Models of SymPy's suite with auxiliary speeds (u_auxiliary), which the
-pipeline refuses for now with a ModelError (issue 12 adds them):
+"""Models of SymPy's suite with auxiliary speeds (u_auxiliary); the pipeline
+sets the auxiliary speeds to zero (they do not change the linearization):
 
 * ``kane_aux``: ``test_kane.py::test_aux``, the rolling disc with two
   auxiliary speeds of the contact point (KM2);
