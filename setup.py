@@ -20,8 +20,12 @@ setup(
     extras_require={
         # CSE output (and so the golden files) depends on the SymPy version
         # dask: the test that sweeps through dask.array; casadi: the peer the
-        # benchmark compares with (its test skips without it)
-        "test": ["pytest>=7", "hypothesis", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]", "casadi"],
+        # benchmark compares with (its test skips without it); control:
+        # module.state_space; distributed: the sweep on a cluster of processes
+        "test": ["pytest>=7", "hypothesis", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]",
+                 "casadi", "control>=0.10", "dask[distributed]"],
+        # module.state_space(...): a python-control StateSpace
+        "control": ["control>=0.10"],
         # the PNG of `python -m codegen sweep`
         "plot": ["matplotlib"],
         # python -m codegen bench: CasADi, the strongest peer

@@ -18,6 +18,7 @@ import argparse
 import keyword
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -63,9 +64,22 @@ def _default_point(module_spec, built, model_module):
         op = operating_point(module_spec, name, **kwargs)
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         return f"{name}({args})", op.q, op.u, op.r, op.p
-    # a user model: the zero state, completed onto the constraints
-    q, u = built.complete(np.zeros(built.nq), np.zeros(built.nu))
-    return "q_i = 0, u_i = 0 (dependent ones completed)", q, u, None, None
+    # a user model: the zero state, its dependent coordinates completed onto the
+    # constraints by Newton's method from 0, or from 1 or -1 where the
+    # constraint Jacobian is singular at 0 (a pendulum's x = 0, say)
+    from .errors import EvaluationError
+
+    for start in (0.0, 1.0, -1.0):
+        q = np.zeros(built.nq)
+        q[list(built.dependent_q)] = start
+        try:
+            q, u = built.complete(q, np.zeros(built.nu))
+        except EvaluationError as error:
+            failure = error
+            continue
+        label = "q_i = 0, u_i = 0" + (" (dependent ones completed)" if built.nc or built.nv else "")
+        return label, q, u, None, None
+    raise failure
 
 
 def _import_hint(name, output_dir):
@@ -89,20 +103,29 @@ def command_build(args):
     from .models import BUILTIN, builtin_module
     from .pipeline import build_builtin
 
-    progress = terminal_progress()
-    if progress:
-        progress(f"forming the equations of {args.model}")
-    if args.model in BUILTIN:
-        model_module = builtin_module(args.model)
-        artifact, formed = build_builtin(args.model, args.output_dir, force=args.force, progress=progress)
-    else:
+    progress = _build_progress(terminal_progress())
+    try:
+        if progress:
+            progress(f"forming the equations of {args.model}")
+        if args.model in BUILTIN:
+            model_module = builtin_module(args.model)
+            artifact, formed = build_builtin(args.model, args.output_dir, force=args.force,
+                                             progress=progress)
+        else:
+            started = time.perf_counter()
+            model, model_module = _load_model(args.model)
+            formed = time.perf_counter() - started
+            if progress:
+                progress("hashing the equations to look up the build cache")
+            artifact = build_artifact(model, args.output_dir, force=args.force, progress=progress)
+        if progress:
+            progress("importing the compiled module")
         started = time.perf_counter()
-        model, model_module = _load_model(args.model)
-        formed = time.perf_counter() - started
-        artifact = build_artifact(model, args.output_dir, force=args.force, progress=progress)
-    started = time.perf_counter()
-    module = load_package(artifact.package_dir)
-    loaded = time.perf_counter() - started
+        module = load_package(artifact.package_dir)
+        loaded = time.perf_counter() - started
+    finally:
+        if progress:
+            progress.close()
     name = module.name
 
     print(f"model {name}: {module.description}")
@@ -207,7 +230,12 @@ def command_sweep(args):
     fixed = dict(args.set or [])
     # a wrong --param, --point or --set fails here, before the build
     operating_point(args.model, point, **{**fixed, param: args.start})
-    artifact, _ = build_builtin(args.model, args.output_dir, progress=terminal_progress())
+    progress = _build_progress(terminal_progress())
+    try:
+        artifact, _ = build_builtin(args.model, args.output_dir, progress=progress)
+    finally:
+        if progress:
+            progress.close()
     module = load_package(artifact.package_dir)
 
     def make_point(**kwargs):
@@ -217,8 +245,13 @@ def command_sweep(args):
                    defaults.get("mode_names"))
     out = Path(args.out or f"sweep_{args.model}_{param}")
     csv_path = write_csv(result, out.with_suffix(".csv"))
-    png_path = write_png(result, out.with_suffix(".png"),
-                         f"{args.model}: eigenvalues of {', '.join(result.states)} vs {param}")
+    param_label, unit = defaults.get("param_label"), defaults.get("param_unit")
+    if param_label is None and param in _PARAMETER_LABELS:
+        param_label, unit = _PARAMETER_LABELS[param]
+    block = ", ".join(result.states)
+    title = textwrap.fill(f"{args.model}, {point} operating point: eigenvalues of A "
+                          f"(states {block}) vs {param_label or param}", 80)
+    png_path = write_png(result, out.with_suffix(".png"), title, param_label, unit or "")
     print(f"{args.model} {point}: eigenvalues of the {len(result.states)} states "
           f"{', '.join(result.states)} for {param} in [{args.start:g}, {args.stop:g}] ({args.num} points)")
     print(f"  wrote {csv_path}" + (f" and {png_path}" if png_path else " (install matplotlib for the PNG)"))
@@ -228,6 +261,103 @@ def command_sweep(args):
         label = f"{t.name} speed" if t.name else f"{t.mode} mode"
         print(f"  {label}: {param} = {t.value:.12g}  ({t.mode} mode unstable {t.unstable_side})")
     return 0
+
+
+class _LiveProgress:
+    """Progress of a build for a person at a terminal (stderr): one line per
+    stage, stamped with the time since the start; while a stage runs, its own
+    time ticks at the end of its line every ``interval`` seconds, so a long
+    stage (forming the bicycle's equations, the C compile of the N = 16
+    four-bar: minutes) visibly runs; when the next stage starts, the line
+    keeps the stage's duration. ``close()`` ends the last stage."""
+
+    def __init__(self, stream, interval=1.0, width=None):
+        import shutil
+        import threading
+
+        self.stream = stream
+        self.interval = interval
+        self.width = width or shutil.get_terminal_size((100, 24)).columns
+        self.started = time.perf_counter()
+        self.stage = None            # (text, start time) of the running stage
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.ticker = None
+
+    def _line(self, text, suffix):
+        # one terminal line: a longer one would wrap, and "\r" would not redraw it
+        room = max(20, self.width - 1 - len(suffix))
+        if len(text) > room:
+            text = text[:room - 3] + "..."
+        return text + suffix
+
+    def _draw(self, now, final=False):
+        text, start = self.stage
+        seconds = now - start
+        if final:
+            suffix = f"  ({seconds:.1f} s)"
+        else:
+            suffix = f"  ... {seconds:.0f} s" if seconds >= self.interval else ""
+        self.stream.write("\r" + self._line(text, suffix) + "\x1b[K" + ("\n" if final else ""))
+        self.stream.flush()
+
+    def __call__(self, message):
+        import threading
+
+        with self.lock:
+            now = time.perf_counter()
+            if self.stage is not None:
+                self._draw(now, final=True)
+            self.stage = (f"  [{now - self.started:6.1f} s] {message}", now)
+            self._draw(now)
+            if self.ticker is None:
+                self.ticker = threading.Thread(target=self._tick, daemon=True,
+                                               name="codegen-progress")
+                self.ticker.start()
+
+    def _tick(self):
+        while not self.done.wait(self.interval):
+            with self.lock:
+                if self.stage is not None and not self.done.is_set():
+                    self._draw(time.perf_counter())
+
+    def close(self):
+        self.done.set()
+        if self.ticker is not None:
+            self.ticker.join()
+        with self.lock:
+            if self.stage is not None:
+                self._draw(time.perf_counter(), final=True)
+                self.stage = None
+
+
+def _build_progress(at_terminal):
+    """A :class:`_LiveProgress` on stderr when ``at_terminal`` (what
+    ``pipeline.terminal_progress()`` returned: None in CI or when stderr is not a
+    terminal, so pipes and logs stay quiet), else None."""
+    if at_terminal is None:
+        return None
+    if os.environ.get("TERM") == "dumb":     # no carriage-return redraws: plain lines
+        return _PlainStages(at_terminal)
+    return _LiveProgress(sys.stderr)
+
+
+class _PlainStages:
+    """The pipeline's plain progress lines, with the ``close()`` of :class:`_LiveProgress`."""
+
+    def __init__(self, say):
+        self.say = say
+
+    def __call__(self, message):
+        self.say(message)
+
+    def close(self):
+        pass
+
+
+# x-axis labels of the sweep's plot for the operating-point arguments of the
+# built-in models (a model's SWEEP may give "param_label" and "param_unit")
+_PARAMETER_LABELS = {"v": ("forward speed v", "m/s")}
 
 
 def _plain_progress(message):

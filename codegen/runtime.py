@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -179,6 +181,7 @@ class CompiledModel:
         if expected != (self.nq, self.nu, self.nr, self.np, self.nc, self.nv):
             raise ImportError(f"generated module {name!r}: kernel and metadata disagree; rebuild it")
         self.state_names = self.independent_state_names()
+        self._extend_package()
 
     # -- names -----------------------------------------------------------------
     def independent_state_names(self, dependent_q=None, dependent_u=None):
@@ -566,3 +569,303 @@ class CompiledModel:
     def __repr__(self):
         return (f"<generated model {self.name!r}: {self.nq} coordinates ({self.nc} dependent), "
                 f"{self.nu} speeds ({self.nv} dependent), {self.nr} inputs, {self.np} parameters>")
+
+    # -- control design (python-control), issue 12 -----------------------------------------
+    def state_space(self, q, u, r=None, p=None, t=0.0, outputs=None, *, states=None, inputs=None,
+                    dependent_q=None, dependent_u=None, tol=1e-8, name=None):
+        """The linearization at one operating point as a ``control.StateSpace``
+        (python-control, an optional dependency: ``pip install control``).
+
+        ``d x/dt = A x + B r``, ``y = C x + D r`` with named states (the
+        independent states of the partition, ``independent_state_names``),
+        inputs (``r_names``) and outputs. ``outputs`` names coordinates or
+        speeds, dependent ones included (default: the states): ``y_k`` is the
+        change of that quantity, so its row of C maps the states to it on the
+        constraint manifold. For an independent one that is a unit row; for a
+        dependent coordinate it is ``d q_d/d q_i = -(J_c P_qd)^-1 J_c P_qi``,
+        for a dependent speed ``d u_d/d (q_i, u_i)`` from the velocity
+        constraints. These rows are formed from the generated constraint
+        residuals f_c and f_v by central differences with Richardson
+        extrapolation (about 1e-12 relative for smooth constraints); the
+        states' rows are exact. D is zero: the constraints hold no inputs.
+        Their time derivatives are the rows of :meth:`linearize_full`: where
+        the constraint Jacobians do not change along the motion (equilibria,
+        steady motions), ``C_y A = A_full[y]`` and ``C_y B = B_full[y]``.
+
+        ``states`` keeps only these states (names), e.g. the roll/steer block
+        of a bicycle: allowed when the dropped states do not enter the kept
+        states' equations nor the outputs at this point (else InputError).
+        ``inputs`` keeps only these inputs (names or indices), e.g.
+        ``["T_steer"]``. ``dependent_q``, ``dependent_u`` and ``tol`` are
+        passed to :meth:`linearize`; ``name`` names the system (default: the
+        model's name). Arguments as for :meth:`linearize`, for one point.
+        """
+        try:
+            import control
+        except ImportError:
+            raise ImportError(f"{self.name}: state_space needs python-control, which is not "
+                              "installed: pip install control (or pip install -e \".[control]\" "
+                              "in a codegen checkout)") from None
+        batch = self._batch(q, u, r, p, t)
+        if batch.shape != ():
+            raise InputError(f"{self.name}: state_space takes one operating point (q of shape "
+                             f"({self.nq},), u of shape ({self.nu},), a scalar t); got a batch of "
+                             f"shape {batch.shape}: call it once per point")
+        A, B = self.linearize(q, u, r, p, t, dependent_q=dependent_q, dependent_u=dependent_u,
+                              tol=tol)
+        all_states = self.independent_state_names(dependent_q, dependent_u)
+        kept = self._selected_states(states, all_states)
+        dropped = [i for i in range(len(all_states)) if i not in kept]
+        columns = self._selected_inputs(inputs)
+        output_names = [all_states[i] for i in kept] if outputs is None else \
+            self._output_names(outputs)
+        C_full = self._output_rows(output_names, batch, dependent_q, dependent_u)
+
+        scale = max(1.0, float(np.max(np.abs(A), initial=0.0)))
+        if dropped:
+            coupling = np.abs(A[np.ix_(kept, dropped)])
+            if coupling.size and coupling.max() > _DECOUPLED * scale:
+                i, j = np.unravel_index(int(np.argmax(coupling)), coupling.shape)
+                raise InputError(
+                    f"{self.name}: states={[all_states[k] for k in kept]} leaves out states that "
+                    f"enter their equations at this point: d({all_states[kept[i]]})/dt depends on "
+                    f"{all_states[dropped[j]]} (A entry {A[kept[i], dropped[j]]:.3e}); keep it, "
+                    "or pass states=None for all states")
+            coupling = np.abs(C_full[:, dropped])
+            if coupling.size and coupling.max() > _DECOUPLED * max(1.0, np.abs(C_full).max()):
+                i, j = np.unravel_index(int(np.argmax(coupling)), coupling.shape)
+                raise InputError(
+                    f"{self.name}: output {output_names[i]} depends on the state "
+                    f"{all_states[dropped[j]]}, which states= leaves out; keep it or choose "
+                    "other outputs")
+        A_kept = A[np.ix_(kept, kept)]
+        B_kept = B[np.ix_(kept, columns)]
+        C = C_full[:, kept]
+        D = np.zeros((len(output_names), len(columns)))
+        try:
+            return control.ss(A_kept, B_kept, C, D, states=[all_states[i] for i in kept],
+                              inputs=[self.r_names[j] for j in columns],
+                              outputs=list(output_names), name=self.name if name is None else name)
+        except control.ControlDimension:
+            if len(output_names) != 1 or columns:
+                raise
+            # python-control 0.10.2 turns a D of shape (1, 0) into (0, 0) and refuses it
+            raise InputError(f"{self.name}: python-control {control.__version__} cannot hold a "
+                             "system with one output and no inputs (its issue #1176, fixed after "
+                             "0.10.2): ask for two outputs, or choose an input") from None
+
+    def _selected_states(self, states, all_states):
+        if states is None:
+            return list(range(len(all_states)))
+        states = [states] if isinstance(states, str) else list(states)
+        indices = []
+        for state in states:
+            if not isinstance(state, str) or state not in all_states:
+                raise InputError(f"{self.name}: states: {state!r} is not an independent state of "
+                                 f"this partition; they are {', '.join(all_states)}")
+            indices.append(all_states.index(state))
+        if not indices or len(set(indices)) != len(indices):
+            raise InputError(f"{self.name}: states must name at least one state, each once; "
+                             f"got {states!r}")
+        return indices
+
+    def _selected_inputs(self, inputs):
+        if inputs is None:
+            return list(range(self.nr))
+        inputs = [inputs] if isinstance(inputs, (str, int, np.integer)) else list(inputs)
+        columns = []
+        for item in inputs:
+            if isinstance(item, str) and item in self.r_names:
+                columns.append(self.r_names.index(item))
+            elif (isinstance(item, (int, np.integer)) and not isinstance(item, bool)
+                  and 0 <= item < self.nr):
+                columns.append(int(item))
+            else:
+                raise InputError(f"{self.name}: inputs: {item!r} is not an input; inputs are "
+                                 f"{', '.join(self.r_names) or '(none)'}")
+        if len(set(columns)) != len(columns):
+            raise InputError(f"{self.name}: inputs repeats an input: {inputs!r}")
+        return columns
+
+    def _output_names(self, outputs):
+        outputs = [outputs] if isinstance(outputs, str) else list(outputs)
+        names = self.full_state_names
+        for item in outputs:
+            if not isinstance(item, str) or item not in names:
+                raise InputError(f"{self.name}: outputs: {item!r} is not a coordinate or speed; "
+                                 f"they are {', '.join(names)}")
+        if not outputs or len(set(outputs)) != len(outputs):
+            raise InputError(f"{self.name}: outputs must name at least one coordinate or speed, "
+                             f"each once; got {outputs!r}")
+        return outputs
+
+    def _output_rows(self, output_names, batch, dependent_q=None, dependent_u=None):
+        """Rows of C (outputs x independent states) for coordinates and speeds by name."""
+        dq = self._partition(dependent_q, self.nq, self.nc, self.q_names, "dependent_q")
+        du = self._partition(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")
+        dq = list(self.dependent_q if dq is None else dq)
+        du = list(self.dependent_u if du is None else du)
+        full = self.full_state_names
+        dependent = {self.q_names[i] for i in dq} | {self.u_names[i] for i in du}
+        if any(name in dependent for name in output_names):
+            row = self._row(batch, 0)
+            Phi = self._constraint_map(row, dq, du)
+        else:
+            states = self.independent_state_names(dq, du)
+            Phi = np.zeros((len(full), len(states)))
+            for k, state in enumerate(states):
+                Phi[full.index(state), k] = 1.0
+        return Phi[[full.index(name) for name in output_names]]
+
+    def _constraint_jacobians(self, row):
+        """``(J_c, J_vq, B_v)``: d f_c/d q, d f_v/d q and d f_v/d u at a point,
+        by central differences of the generated residuals, Richardson-extrapolated
+        (error of order h^4), all perturbed points in one batched call."""
+        q, u, p, t = row["q"], row["u"], row["p"], float(row["t"])
+        x = np.concatenate([q, u])
+        n = x.size
+        h = _DIFFERENCE_STEP * np.maximum(1.0, np.abs(x))
+        points = np.repeat(x[None], 4 * n, axis=0)
+        steps = np.empty((4, n))
+        for k, factor in enumerate((1.0, -1.0, 0.5, -0.5)):
+            moved = x + factor * h
+            steps[k] = moved - x             # the step actually taken, after rounding
+            points[k * n + np.arange(n), np.arange(n)] = moved
+        f_c, f_v = self.constraint_residuals(points[:, :self.nq], points[:, self.nq:], p, t)
+        f = np.concatenate([f_c, f_v], axis=1).reshape(4, n, -1)
+        wide = (f[0] - f[1]) / (steps[0] - steps[1])[:, None]
+        narrow = (f[2] - f[3]) / (steps[2] - steps[3])[:, None]
+        jacobian = ((4.0 * narrow - wide) / 3.0).T      # (nc + nv) x (nq + nu)
+        J_c = jacobian[:self.nc, :self.nq]
+        return J_c, jacobian[self.nc:, :self.nq], jacobian[self.nc:, self.nq:]
+
+    def _constraint_map(self, row, dq, du):
+        """Phi ((nq + nu) x nx): the change of every coordinate and speed (rows q,
+        then u) per change of the independent states, on the constraint manifold."""
+        qi = [i for i in range(self.nq) if i not in dq]
+        ui = [i for i in range(self.nu) if i not in du]
+        nqi, nui = len(qi), len(ui)
+        Phi = np.zeros((self.nq + self.nu, nqi + nui))
+        Phi[qi, np.arange(nqi)] = 1.0
+        Phi[[self.nq + i for i in ui], nqi + np.arange(nui)] = 1.0
+        if self.nc == 0 and self.nv == 0:
+            return Phi
+        J_c, J_vq, B_v = self._constraint_jacobians(row)
+        if self.nc:
+            Phi[dq, :nqi] = -np.linalg.solve(J_c[:, dq], J_c[:, qi])
+        if self.nv:
+            dq_dx = Phi[:self.nq]                   # d q/d x (zero in the u_i columns)
+            du_i = np.zeros((self.nu, nqi + nui))
+            du_i[ui, nqi + np.arange(nui)] = 1.0
+            rhs = J_vq @ dq_dx + B_v[:, ui] @ du_i[ui]
+            Phi[[self.nq + i for i in du]] = -np.linalg.solve(B_v[:, du], rhs)
+        return Phi + 0.0        # no -0.0 from the negation in printed matrices
+
+    # -- pickling: by reference to the build, for worker processes (issue 12) -----------------
+    def _build_reference(self):
+        """Where this model's build is: a dict of its name, key, fingerprint, key
+        link (``.builds/<name>-<key>``, survives a forced rebuild of the same key)
+        and build directory, for :func:`_package_from_build`."""
+        import pickle
+        from pathlib import Path
+
+        from .compile import read_record
+
+        kernel_file = getattr(self._kernel, "__file__", None)
+        record = None
+        if kernel_file is not None:
+            build_dir = Path(kernel_file).resolve().parent
+            record = read_record(build_dir)
+        if record is None:
+            raise pickle.PicklingError(f"{self.name}: cannot pickle this model: its kernel is not "
+                                       "a codegen build on disk (no build.json beside it)")
+        key_link = build_dir.parent / f"{record['name']}-{record['key']}"
+        return {"name": record["name"], "key": record["key"],
+                "fingerprint": record.get("fingerprint"),
+                "key_link": str(key_link), "build_dir": str(build_dir)}
+
+    def __reduce__(self):
+        """Pickled by reference to its build (a path and its key), not by value:
+        unpickling imports the build from its directory (see
+        :func:`_package_from_build`), so worker processes of a cluster load the
+        compiled module from the shared file system."""
+        return (_model_from_build, (self._build_reference(),))
+
+    def _extend_package(self):
+        """Make the generated package that created this model picklable and give
+        it the functions added after its template was written (``state_space``).
+        The package is the one whose ``_kernel`` is this kernel, still being
+        imported; names the package defines itself are left alone."""
+        package = sys.modules.get(getattr(self._kernel, "__name__", "").rpartition(".")[0])
+        if package is None or getattr(package, "_kernel", None) is not self._kernel:
+            return
+        if type(package) is types.ModuleType:
+            package.__class__ = GeneratedPackage
+        for attribute in ("state_space",):
+            if attribute not in vars(package):
+                setattr(package, attribute, getattr(self, attribute))
+
+
+# Step of the differences of the constraint residuals (relative to max(1, |x|)),
+# and the largest coupling (relative to max(1, |A|)) a dropped state may have
+# with the kept ones in state_space(states=...).
+_DIFFERENCE_STEP = 1e-3
+_DECOUPLED = 1e-10
+
+
+class GeneratedPackage(types.ModuleType):
+    """The type of a generated package (``generated/<name>``): a module that
+    pickles by reference to its build, like its model."""
+
+    def __reduce__(self):
+        model = vars(self).get("_model") or vars(self).get("model")
+        if not isinstance(model, CompiledModel):
+            import pickle
+            raise pickle.PicklingError(f"generated package {self.__name__} is not fully imported")
+        return (_package_from_build, (model._build_reference(),))
+
+
+def _package_from_build(reference):
+    """The generated package of a pickled reference (see
+    ``CompiledModel._build_reference``), imported in this process.
+
+    Looks, in order, at the build's key link and directory as they were where
+    it was pickled (a shared file system), at ``.builds/<name>-<key>`` of this
+    process's output directory (``$CODEGEN_OUTPUT_DIR`` or ``generated/``:
+    a shipped build, or one built here from the same model with the same
+    compiler), and at ``<output dir>/<name>`` if it is a build of the same
+    model (same fingerprint: built here by another compiler or codegen).
+    Raises BuildError saying how to make the build available otherwise."""
+    import socket
+    from pathlib import Path
+
+    from .compile import read_record, resolve_output_dir
+    from .errors import BuildError
+    from .load import load_package
+
+    name, key, fingerprint = reference["name"], reference["key"], reference.get("fingerprint")
+    output_dir = resolve_output_dir()
+    candidates = [(Path(reference["key_link"]), True), (Path(reference["build_dir"]), True),
+                  (output_dir / ".builds" / f"{name}-{key}", True), (output_dir / name, False)]
+    for directory, same_key in candidates:
+        record = read_record(directory)
+        if record is None or record.get("name") != name:
+            continue
+        if record.get("key") == key or (not same_key and fingerprint is not None
+                                         and record.get("fingerprint") == fingerprint):
+            return load_package(directory)
+    raise BuildError(
+        f"cannot load the generated model {name!r} (build {key}) in this process on "
+        f"{socket.gethostname()}: {reference['key_link']} does not exist here, nor a build of "
+        f"it in {output_dir}. A pickled generated model refers to its build on disk, not to "
+        "its bytes, so every process that unpickles it needs the build: share the output "
+        "directory at the same path; or build on the workers from the model (e.g. with "
+        "dask.distributed: client.run(lambda: codegen.build(make_model())), which builds into "
+        "$CODEGEN_OUTPUT_DIR or generated/ there); or ship the build: copy the output "
+        "directory (generated/, with its links: rsync -a or tar) to the workers and set "
+        "CODEGEN_OUTPUT_DIR to where it lands")
+
+
+def _model_from_build(reference):
+    """The CompiledModel of a pickled reference (see :func:`_package_from_build`)."""
+    return _package_from_build(reference).model

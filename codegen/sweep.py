@@ -158,36 +158,92 @@ def write_csv(result, path):
     return path
 
 
-def write_png(result, path, title):
-    """Real parts (dots) and imaginary parts (small dots) versus the parameter."""
+def _stable_intervals(result):
+    """(start, stop) ranges of the parameter where no eigenvalue that is not a
+    structural zero has a positive real part: between the transitions, judged
+    at the sample nearest each range's middle."""
+    edges = [float(result.values[0])] + sorted(t.value for t in result.transitions) + \
+        [float(result.values[-1])]
+    intervals = []
+    for low, high in zip(edges[:-1], edges[1:]):
+        i = int(np.argmin(np.abs(result.values - 0.5 * (low + high))))
+        eigenvalues = result.eigenvalues[i]
+        scale = max(1.0, float(np.abs(eigenvalues).max()))
+        relevant = eigenvalues[np.abs(eigenvalues) > ZERO_EIGENVALUE * scale]
+        if high > low and (relevant.size == 0 or relevant.real.max() <= UNSTABLE):
+            intervals.append((low, high))
+    return intervals
+
+
+def write_png(result, path, title, param_label=None, unit=""):
+    """The figure of :func:`sweep_figure` as a PNG; None without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    k = result.eigenvalues.shape[1]
-    values = np.repeat(result.values[:, None], k, axis=1)
-    ax.plot(values.ravel(), result.eigenvalues.real.ravel(), ".", markersize=3, color="tab:blue",
-            label="real part")
-    imag = np.abs(result.eigenvalues.imag).ravel()
-    oscillatory = imag > 1e-6
-    ax.plot(values.ravel()[oscillatory], imag[oscillatory], ".", markersize=1.5, color="tab:orange",
-            label="|imaginary part|")
-    for t in result.transitions:
-        ax.axvline(t.value, color="grey", linewidth=0.8, linestyle="--")
-        ax.annotate(f"{t.name or t.mode} {t.value:.4f}", (t.value, 0), rotation=90, fontsize=8,
-                    xytext=(3, 5), textcoords="offset points")
-    ax.axhline(0, color="black", linewidth=0.6)
-    spread = 1.05 * max(1.0, np.abs(result.eigenvalues.real).max(), imag.max())
-    ax.set_ylim(-spread, spread)
-    ax.set_xlabel(result.param)
-    ax.set_ylabel("eigenvalue [1/s]")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
+    fig = sweep_figure(result, title, param_label, unit)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return Path(path)
+
+
+def sweep_figure(result, title, param_label=None, unit=""):
+    """Real parts (dots) and |imaginary parts| (crosses) versus the parameter,
+    the ranges without a growing mode shaded, where stability changes marked;
+    eigenvalues that are zero at every value are counted, not drawn.
+
+    ``param_label`` describes the parameter on the x axis (default: its name),
+    ``unit`` its unit (e.g. "m/s"). Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    label = param_label or result.param
+    units = f" [{unit}]" if unit else ""
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
+    k = result.eigenvalues.shape[1]
+    values = np.repeat(result.values[:, None], k, axis=1)
+    # structural zeros (ignorable coordinates) are not drawn: the legend counts them
+    scale = max(1.0, float(np.abs(result.eigenvalues).max()))
+    shown = np.abs(result.eigenvalues) > ZERO_EIGENVALUE * scale
+    zeros = int((~shown).sum(axis=1).min()) if shown.size else 0
+    for low, high in _stable_intervals(result):
+        ax.axvspan(low, high, color="tab:green", alpha=0.12, linewidth=0)
+    ax.axhline(0, color="black", linewidth=0.8)
+    real = result.eigenvalues.real
+    ax.plot(values[shown], real[shown], "o", markersize=3, color="tab:blue",
+            label="real part: growth rate [1/s] (> 0: unstable)")
+    imag = np.abs(result.eigenvalues.imag)
+    oscillatory = shown & (imag > 1e-6)
+    ax.plot(values[oscillatory], imag[oscillatory], "x", markersize=3.5, color="tab:orange",
+            label="|imaginary part|: angular frequency [rad/s]")
+    if zeros:
+        ax.plot([], [], " ", label=f"not drawn: {zeros} eigenvalue{'s' if zeros > 1 else ''} "
+                f"that {'are' if zeros > 1 else 'is'} 0 at every {result.param}")
+    if _stable_intervals(result):
+        ax.fill_between([], [], color="tab:green", alpha=0.12,
+                        label="stable: no eigenvalue with positive real part")
+    span = float(result.values[-1] - result.values[0]) or 1.0
+    for i, t in enumerate(sorted(result.transitions, key=lambda t: t.value)):
+        ax.axvline(t.value, color="dimgrey", linewidth=1.0, linestyle="--")
+        right = (t.value - result.values[0]) / span > 0.75     # label left of the line
+        what = f"{t.name} speed" if t.name else f"{t.mode} mode"
+        what += f": unstable {t.unstable_side}"
+        ax.text(t.value, 0.98 - 0.1 * (i % 2),     # neighbours' labels alternate in height
+                f" {what} \n {result.param} = {t.value:.4g}{' ' + unit if unit else ''} ",
+                transform=ax.get_xaxis_transform(), ha="right" if right else "left", va="top",
+                fontsize=8,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
+    data = np.concatenate([real[shown], imag[oscillatory], [0.0]])
+    low, high = float(data.min()), float(data.max())
+    margin = 0.08 * max(high - low, 1e-9)
+    room = 2.5 if len(result.transitions) < 2 else 4.0   # for the labels at the top
+    ax.set_ylim(low - margin, high + room * margin)
+    if result.values[-1] > result.values[0]:
+        ax.set_xlim(result.values[0], result.values[-1])
+    ax.set_xlabel(f"{label}{units}")
+    ax.set_ylabel("eigenvalue: real part [1/s], |imaginary part| [rad/s]")
+    ax.set_title(title, fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8, frameon=False)
+    return fig
