@@ -34,15 +34,10 @@ import numpy as np  # noqa: E402
 
 
 def _load_model(spec):
-    from .models import BUILTIN, builtin_module
-    from .pipeline import load_model_file
+    from .pipeline import resolve_model
 
-    if spec in BUILTIN:
-        return builtin_module(spec).make_model(), builtin_module(spec)
-    if ":" in spec:
-        return load_model_file(spec), None
-    raise SystemExit(f"unknown model {spec!r}: give a built-in name ({', '.join(sorted(BUILTIN))}) "
-                     "or path/to/file.py:function")
+    model, model_module, _ = resolve_model(spec)
+    return model, model_module
 
 
 def _format_eigenvalues(values):
@@ -56,30 +51,11 @@ def _format_eigenvalues(values):
 
 
 def _default_point(module_spec, built, model_module):
-    """(description, q, u, r, p) of the point the CLI linearizes at, or None."""
-    from .pipeline import operating_point
+    """(description, q, u, r, p) of the point the CLI linearizes at."""
+    from .pipeline import default_point
 
-    if model_module is not None:
-        name, kwargs = model_module.DEFAULT_OPERATING_POINT
-        op = operating_point(module_spec, name, **kwargs)
-        args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-        return f"{name}({args})", op.q, op.u, op.r, op.p
-    # a user model: the zero state, its dependent coordinates completed onto the
-    # constraints by Newton's method from 0, or from 1 or -1 where the
-    # constraint Jacobian is singular at 0 (a pendulum's x = 0, say)
-    from .errors import EvaluationError
-
-    for start in (0.0, 1.0, -1.0):
-        q = np.zeros(built.nq)
-        q[list(built.dependent_q)] = start
-        try:
-            q, u = built.complete(q, np.zeros(built.nu))
-        except EvaluationError as error:
-            failure = error
-            continue
-        label = "q_i = 0, u_i = 0" + (" (dependent ones completed)" if built.nc or built.nv else "")
-        return label, q, u, None, None
-    raise failure
+    label, op = default_point(built, module_spec, model_module)
+    return label, op.q, op.u, op.r, op.p
 
 
 def _import_hint(name, output_dir):

@@ -268,3 +268,50 @@ def operating_point(model_name, point_name, parameters=None, t=0.0, **kwargs):
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u)) and np.all(np.isfinite(r))):
         raise InputError(f"{where} is not finite for {described or 'the defaults'}")
     return OperatingPoint(q, u, r, np.array(list(values.values()), dtype=float), t)
+
+
+def resolve_model(spec):
+    """``(model, model_module, seconds)`` for a built-in name or
+    ``path/to/file.py:function``: the one place where a model named on the
+    command line (or in the benchmark) becomes a :class:`Model`. ``model_module``
+    is the built-in's module, None for a user's file; ``seconds`` is the time to
+    form the equations."""
+    from .models import BUILTIN, builtin_module
+
+    started = time.perf_counter()
+    if spec in BUILTIN:
+        model_module = builtin_module(spec)
+        model = model_module.make_model()
+    elif ":" in str(spec):
+        model_module = None
+        model = load_model_file(spec)
+    else:
+        raise ModelError(f"unknown model {spec!r}: give a built-in name "
+                         f"({', '.join(sorted(BUILTIN))}) or path/to/file.py:function")
+    return model, model_module, time.perf_counter() - started
+
+
+def default_point(module, spec=None, model_module=None):
+    """``(label, OperatingPoint)``: where the CLI and the benchmark linearize a
+    model by default. A built-in model's ``DEFAULT_OPERATING_POINT``; for a
+    user's model the zero state with the dependent coordinates completed onto
+    the constraints by Newton's method from 0, or from 1 or -1 where the
+    constraint Jacobian is singular at 0 (a pendulum's x = 0, say)."""
+    from .errors import EvaluationError
+
+    if model_module is not None:
+        name, kwargs = model_module.DEFAULT_OPERATING_POINT
+        args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return f"{name}({args})", operating_point(spec, name, **kwargs)
+    failure = None
+    for start in (0.0, 1.0, -1.0):
+        q = np.zeros(module.nq)
+        q[list(module.dependent_q)] = start
+        try:
+            q, u = module.complete(q, np.zeros(module.nu))
+        except EvaluationError as error:
+            failure = error
+            continue
+        label = "q_i = 0, u_i = 0" + (" (dependent ones completed)" if module.nc or module.nv else "")
+        return label, OperatingPoint(q, u, np.zeros(module.nr), np.array(module.default_parameters), 0.0)
+    raise failure

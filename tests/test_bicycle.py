@@ -42,6 +42,9 @@ def test_names_and_sizes(bicycle):
     assert [bicycle.u_names[i] for i in bicycle.dependent_u] == \
         ["yaw_rate", "pitch_rate", "front_wheel_rate", "x_rate", "y_rate"]
     assert list(bicycle.p_names) == list(bench.benchmark_parameters())
+    # codegen.operating_point lays out p in the order of DEFAULT_PARAMETERS
+    from codegen.models.bicycle import DEFAULT_PARAMETERS
+    assert list(bicycle.p_names) == list(DEFAULT_PARAMETERS)
 
 
 @pytest.mark.parametrize("v", np.arange(0.0, 10.01, 0.5))

@@ -8,23 +8,10 @@ from pathlib import Path
 
 
 def form_model(spec):
-    """``(model, model_module, seconds)`` for a built-in name or
-    ``path/to/file.py:function``; ``seconds`` is the time to form the equations
-    (``kanes_equations`` and the Model); ``model_module`` is None for a user's file."""
-    from ..models import BUILTIN, builtin_module
-    from ..pipeline import load_model_file
+    """``(model, model_module, seconds)``: see :func:`codegen.pipeline.resolve_model`."""
+    from ..pipeline import resolve_model
 
-    started = time.perf_counter()
-    if spec in BUILTIN:
-        model_module = builtin_module(spec)
-        model = model_module.make_model()
-    elif ":" in str(spec):
-        model_module = None
-        model = load_model_file(spec)
-    else:
-        raise ValueError(f"unknown model {spec!r}: give a built-in name "
-                         f"({', '.join(sorted(BUILTIN))}) or path/to/file.py:function")
-    return model, model_module, time.perf_counter() - started
+    return resolve_model(spec)
 
 
 def forced_build(model, output_dir):

@@ -44,25 +44,21 @@ def inputs_of(module, r):
 
 
 def base_point(module, spec, model_module):
-    """(q, u, r, p, t) of the model's default operating point, else the zero state."""
-    from ..pipeline import operating_point
+    """(q, u, r, p, t) of the model's default operating point
+    (:func:`codegen.pipeline.default_point`); where that fails for a user's
+    model, seeded random independent coordinates completed onto the constraints."""
+    from ..pipeline import default_point
 
-    if model_module is not None and hasattr(model_module, "DEFAULT_OPERATING_POINT"):
-        name, kwargs = model_module.DEFAULT_OPERATING_POINT
-        try:
-            op = operating_point(spec, name, **kwargs)
-            if len(op.q) == module.nq and len(op.u) == module.nu:
-                r = op.r if len(op.r) == module.nr else np.zeros(module.nr)
-                return op.q, op.u, r, op.p, op.t
-        except Exception:  # a family that needs other arguments: fall back to zeros
-            pass
-    # a user model: the zero state completed onto the constraints, else (singular
-    # there) seeded random independent coordinates
+    try:
+        _, op = default_point(module, spec, model_module)
+        module.linearize(op.q, op.u, inputs_of(module, op.r), op.p)
+        return op.q, op.u, op.r, op.p, op.t
+    except Exception as error:  # singular or not converged there: try other guesses
+        last = error
     rng = np.random.default_rng(1)
-    guesses = [np.zeros(module.nq)] + [rng.uniform(-1, 1, module.nq) for _ in range(20)]
-    for q in guesses:
+    for _ in range(20):
         try:
-            q, u = module.complete(q, np.zeros(module.nu))
+            q, u = module.complete(rng.uniform(-1, 1, module.nq), np.zeros(module.nu))
             module.linearize(q, u, None)
             return q, u, np.zeros(module.nr), np.array(module.default_parameters), 0.0
         except Exception as error:  # singular or not converged here: try another guess

@@ -68,7 +68,9 @@ def make_model():
         q_dependent=[q6], configuration_constraints=f_c,
         u_dependent=[u4, u5, u6], velocity_constraints=f_v)
     kane.kanes_equations([disk], loads)
-    parameters = {m: DEFAULT_PARAMETERS["m"], r: DEFAULT_PARAMETERS["r"], g: DEFAULT_PARAMETERS["g"]}
+    symbols = {"m": m, "r": r, "g": g}
+    # p in the order of DEFAULT_PARAMETERS (operating_point relies on it)
+    parameters = {symbols[name]: value for name, value in DEFAULT_PARAMETERS.items()}
     return Model(kane, parameters=parameters, name="disk", description=DESCRIPTION)
 
 

@@ -45,7 +45,9 @@ def make_model():
                           q_dependent=[q2], configuration_constraints=f_c,
                           u_dependent=[u2], velocity_constraints=f_v)
     kane.kanes_equations([me.Particle("bob", bob, m)], [(bob, -m * g * N.y)])
-    parameters = {m: DEFAULT_PARAMETERS["m"], l: DEFAULT_PARAMETERS["l"], g: DEFAULT_PARAMETERS["g"]}
+    symbols = {"m": m, "l": l, "g": g}
+    # p in the order of DEFAULT_PARAMETERS (operating_point relies on it)
+    parameters = {symbols[name]: value for name, value in DEFAULT_PARAMETERS.items()}
     return Model(kane, parameters=parameters, name="spencer_pendulum", description=DESCRIPTION)
 
 
