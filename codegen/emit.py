@@ -22,6 +22,7 @@ import sympy as sm
 
 from . import __version__
 from .printer import ModelCodePrinter
+from .status import STATUSES
 from .unroll import NumericStage
 
 
@@ -38,7 +39,8 @@ def template_dir():
 # the generated package imports, the build step whose flags are part of the
 # cache key, the CLI, the sweep, the benchmarks) can change without
 # invalidating builds.
-GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "unroll.py", "printer.py")
+GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "unroll.py", "printer.py", "partition.py",
+                     "status.py")
 
 # templates of the tools around the pipeline, not of the generated package
 TOOL_TEMPLATES = ("bench_driver.c.jinja",)
@@ -234,10 +236,10 @@ def emit(derivation, progress=None):
         fast_qd_code=numeric.qd_code, fast_ud_code=numeric.ud_code,
         fast_rest_code=numeric.rest_code, fast_rates_code=numeric.rates_code,
         c_string=_c_string,
+        statuses=STATUSES,
         operation_count=emitter.operation_count,
         kinematic_identity=kinematic_identity,
         residual_code=emitter.stages(["residuals"], {"f_c": "f_c", "f_v": "f_v"})[0],
-        check_code=emitter.stages(["residuals"], workspace)[0],
         configuration_code=emitter.stages(["configuration"], workspace)[0],
         velocity_code=emitter.stages(["velocity"], workspace)[0],
         rates_code=emitter.stages(["kinematics", "dynamics"], workspace, fill=False),

@@ -66,6 +66,7 @@ import sympy as sm
 from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols, msubs
 
 from . import sympy_adapter as adapter
+from .partition import complement
 
 
 class PlainSymbols:
@@ -180,8 +181,8 @@ class KaneReference:
         """Index arrays (dq, qi, du, ui) of a partition, default the kane's."""
         dq = [self.q.index(s) for s in self.q_dep] if dependent_q is None else list(dependent_q)
         du = [self.u.index(s) for s in self.u_dep] if dependent_u is None else list(dependent_u)
-        qi = [i for i in range(self.nq) if i not in dq]
-        ui = [i for i in range(self.nu) if i not in du]
+        qi = complement(self.nq, dq)
+        ui = complement(self.nu, du)
         return dq, qi, du, ui
 
     def state_names(self, dependent_q=None, dependent_u=None):

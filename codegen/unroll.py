@@ -32,6 +32,8 @@ import numpy as np
 import sympy as sm
 from sympy.printing.pycode import PythonCodePrinter
 
+from .partition import complement
+
 _NAME = re.compile(r"\bv\d+\b")
 
 
@@ -311,8 +313,7 @@ class NumericStage:
         nw = nu + len(d.lam)   # unknowns of the speed-level solve
         nc, nv = len(d.dependent_q), len(d.dependent_u)
         dep_q, dep_u = list(d.dependent_q), list(d.dependent_u)
-        ind_q = [i for i in range(nq) if i not in dep_q]
-        ind_u = [i for i in range(nu) if i not in dep_u]
+        ind_q, ind_u = complement(nq, dep_q), complement(nu, dep_u)
         nx = len(ind_q) + len(ind_u)
         names = ["M_uu", "J_c", "B_v"] + ([] if kinematic_identity else ["M_qq"])
         samples = sample_blocks(emitter, names)

@@ -84,6 +84,26 @@ static double norm_inf(const double *a, int count)
     return largest;
 }
 
+/* 1 if an entry is larger than tol in absolute value or is NaN (which
+   norm_inf would pass over, so a NaN residual must not pass the check). */
+static int exceeds(const double *a, int count, double tol)
+{
+    int bad = 0, i;
+    for (i = 0; i < count; ++i) bad |= !(fabs(a[i]) <= tol);
+    return bad;
+}
+
+/* status (a failed check of the matrix or residual a, count entries), or
+   NONFINITE_RESULT if a holds NaN or Inf: a NaN passes no pivot test, so a
+   matrix the model's expressions made NaN (e.g. 0/0) would be reported as
+   singular; report the real cause instead. Called only on the error path.
+   LU elimination keeps non-finite entries non-finite, so a may be a partly
+   factorized matrix. */
+static int unless_nonfinite(const double *a, int count, int status)
+{
+    return all_finite(a, count) ? status : NONFINITE_RESULT;
+}
+
 /* c (n x m, row stride ldc) += alpha * a (n x k, stride lda) * b (k x m, stride ldb) */
 static void multiply_add(int n, int k, int m, double alpha, const double *a, int lda,
                          const double *b, int ldb, double *c, int ldc)
@@ -217,7 +237,8 @@ static int solve_qd(disk_workspace *w)
     int i;
     for (i = 0; i < NQ; ++i) w->qd[i] = -w->kinematic_residual[i];
 #if !M_QQ_IS_IDENTITY
-    if (lu_factor(NQ, w->M_qq, w->pivot_q, 0.0)) return DISK_ERR_SINGULAR_M_QQ;
+    if (lu_factor(NQ, w->M_qq, w->pivot_q, 0.0))
+        return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
     lu_solve(NQ, w->M_qq, w->pivot_q, w->qd, 1);
 #endif
     return all_finite(w->qd, NQ) ? DISK_OK : DISK_ERR_NONFINITE_RESULT;
@@ -228,7 +249,8 @@ static int solve_qd(disk_workspace *w)
 static int solve_ud(disk_workspace *w)
 {
     int i;
-    if (lu_factor(NW, w->M_uu, w->pivot_u, 0.0)) return DISK_ERR_SINGULAR_M_UU;
+    if (lu_factor(NW, w->M_uu, w->pivot_u, 0.0))
+        return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
     for (i = 0; i < NW; ++i) w->ud[i] = -w->speed_residual[i];
     lu_solve(NW, w->M_uu, w->pivot_u, w->ud, 1);
     return all_finite(w->ud, NW) ? DISK_OK : DISK_ERR_NONFINITE_RESULT;
@@ -253,7 +275,8 @@ static int form_K_c(disk_workspace *w)
         for (k = 0; k < NC; ++k) w->Jc_dependent[i * NC + k] = w->J_c[i * NQ + w->dependent_q[k]];
         for (k = 0; k < NQI; ++k) w->K_c[i * NQI + k] = w->J_c[i * NQ + w->independent_q[k]];
     }
-    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ))) return DISK_ERR_SINGULAR_CONFIGURATION_PARTITION;
+    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
+        return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
     lu_solve(NC, w->Jc_dependent, w->pivot_c, w->K_c, NQI);
     return DISK_OK;
 }
@@ -268,7 +291,8 @@ static int form_K_v(disk_workspace *w)
         for (k = 0; k < NQ; ++k) w->K_v[i * width + k] = w->J_vq[i * NQ + k];
         for (k = 0; k < NUI; ++k) w->K_v[i * width + NQ + k] = w->B_v[i * NU + w->independent_u[k]];
     }
-    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU))) return DISK_ERR_SINGULAR_VELOCITY_PARTITION;
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
+        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
     lu_solve(NV, w->Bv_dependent, w->pivot_v, w->K_v, width);
     return DISK_OK;
 }
@@ -428,8 +452,10 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     w->f_v[0] = u[3] + x4;
     w->f_v[1] = u[4] - x5;
     w->f_v[2] = u[5] + x8;
-    if (tol >= 0.0 && norm_inf(w->f_c, NC) > tol) return DISK_ERR_CONFIGURATION_CONSTRAINT;
-    if (tol >= 0.0 && norm_inf(w->f_v, NV) > tol) return DISK_ERR_VELOCITY_CONSTRAINT;
+    if (tol >= 0.0 && exceeds(w->f_c, NC, tol))
+        return unless_nonfinite(w->f_c, NC, DISK_ERR_CONFIGURATION_CONSTRAINT);
+    if (tol >= 0.0 && exceeds(w->f_v, NV, tol))
+        return unless_nonfinite(w->f_v, NV, DISK_ERR_VELOCITY_CONSTRAINT);
 
     /* kinematics: M_qq qd* = -f_k(q, qd = 0, u, t) */
     const double x9 = sin(q[1]);
@@ -1121,13 +1147,15 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
 #if !M_QQ_IS_IDENTITY
             if (fast_qq) {
                 zero_at(w->M_qq, zeros_M_qq, 29);
-                if (lu_factor(NQ, w->M_qq, w->pivot_q, 0.0)) return DISK_ERR_SINGULAR_M_QQ;
+                if (lu_factor(NQ, w->M_qq, w->pivot_q, 0.0))
+                    return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
             }
 #endif
             if (fast_uu) {
                 zero_at(w->M_uu, zeros_M_uu, 63);
                 zero_at(w->speed_residual, zeros_speed_residual, 2);
-                if (lu_factor(NW, w->M_uu, w->pivot_u, 0.0)) return DISK_ERR_SINGULAR_M_UU;
+                if (lu_factor(NW, w->M_uu, w->pivot_u, 0.0))
+                    return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
             }
             zero_at(w->J_c, zeros_J_c, 4);
             zero_at(w->J_vq, zeros_J_vq, 16);
@@ -1465,7 +1493,8 @@ int disk_complete_point(double t, double *q, double *u, const double *p,
         if (iteration >= max_iter) return DISK_ERR_NO_CONVERGENCE;
         for (i = 0; i < NC; ++i)
             for (k = 0; k < NC; ++k) w->Jc_dependent[i * NC + k] = w->J_c[i * NQ + w->dependent_q[k]];
-        if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ))) return DISK_ERR_SINGULAR_CONFIGURATION_PARTITION;
+        if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
+            return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
         lu_solve(NC, w->Jc_dependent, w->pivot_c, w->f_c, 1);
         for (k = 0; k < NC; ++k) q[w->dependent_q[k]] -= w->f_c[k];
     }
@@ -1493,7 +1522,8 @@ int disk_complete_point(double t, double *q, double *u, const double *p,
     }
     for (i = 0; i < NV; ++i)
         for (k = 0; k < NV; ++k) w->Bv_dependent[i * NV + k] = w->B_v[i * NU + w->dependent_u[k]];
-    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU))) return DISK_ERR_SINGULAR_VELOCITY_PARTITION;
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
+        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
     lu_solve(NV, w->Bv_dependent, w->pivot_v, w->f_v, 1);
     for (k = 0; k < NV; ++k) u[w->dependent_u[k]] -= w->f_v[k];
     if (!all_finite(q, NQ) || !all_finite(u, NU)) return DISK_ERR_NONFINITE_RESULT;
@@ -1512,7 +1542,7 @@ const char *disk_status_message(int status)
     case DISK_ERR_SINGULAR_M_UU: return "the speed mass matrix [M_uuc; M_uud] is singular: the dynamic equations do not determine ud";
     case DISK_ERR_SINGULAR_CONFIGURATION_PARTITION: return "J_c P_qd is singular: choose other dependent coordinates";
     case DISK_ERR_SINGULAR_VELOCITY_PARTITION: return "B_v P_ud is singular: choose other dependent speeds";
-    case DISK_ERR_NONFINITE_RESULT: return "a result is NaN or Inf";
+    case DISK_ERR_NONFINITE_RESULT: return "the model's expressions evaluate to NaN or Inf at this point (e.g. 0/0, or an overflow)";
     case DISK_ERR_NO_CONVERGENCE: return "Newton's method on f_c did not converge";
     case DISK_ERR_NULL_ARGUMENT: return "a required pointer argument is NULL";
     default: return "unknown status code";

@@ -65,8 +65,8 @@ extern "C" {
 #define DISK_ERR_CONFIGURATION_CONSTRAINT 3
 /* |f_v|_inf > tol: the speeds violate the velocity constraints (as above). */
 #define DISK_ERR_VELOCITY_CONSTRAINT 4
-/* M_qq = d f_k/d qd is singular: the kinematic equations do not determine qd here
-   (a coordinate singularity of the model, e.g. gimbal lock). */
+/* M_qq = d f_k/d qd is singular: the kinematic equations do not determine qd here (a
+   coordinate singularity of the model, e.g. gimbal lock). */
 #define DISK_ERR_SINGULAR_M_QQ 5
 /* The speed mass matrix [M_uuc; M_uud] is singular: the dynamic equations with the
    acceleration constraints do not determine ud here. */
@@ -78,7 +78,9 @@ extern "C" {
    dependent speeds for this configuration. */
 #define DISK_ERR_SINGULAR_VELOCITY_PARTITION 8
 /* A result is NaN or +-Inf (overflow, or the model's expressions are undefined here,
-   e.g. division by zero in the equations). */
+   e.g. 0/0 in the equations). Returned instead of a singular-matrix status when the
+   matrix itself holds NaN or Inf, and instead of a constraint status when a residual
+   is NaN: the cause is the model's expressions at this point, not the partition. */
 #define DISK_ERR_NONFINITE_RESULT 9
 /* Newton's method on f_c did not reach tol within max_iter iterations. */
 #define DISK_ERR_NO_CONVERGENCE 10
