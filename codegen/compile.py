@@ -147,32 +147,40 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         for file_name, text in sources.files.items():
             (work / file_name).write_text(text)
 
+        # The model's C does not depend on the wrapper: it compiles while
+        # Cython translates the wrapper, and then beside the wrapper's C.
         started = time.perf_counter()
-        say("cython: translating the wrapper")
-        wrapper_c = work / f"_{name}_wrapper.c"
-        _run([sys.executable, "-m", "cython", "-3", "--fast-fail",
-              "--module-name", f"_{name}", "-o", str(wrapper_c),
-              str(work / f"_{name}.pyx")], work, "Cython")
-        timings["cython"] = time.perf_counter() - started
-
-        started = time.perf_counter()
-        say(f"compiling {name}.c and the wrapper with {compiler()}")
-        include = sysconfig.get_paths()["include"]
-        import numpy
-        numpy_include = numpy.get_include()
         cc = compiler()
-        commands = [
-            [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, "-c", f"{name}.c", "-o", f"{name}.o"],
-            [cc, *OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", numpy_include, "-I", ".",
-             "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", "-c", wrapper_c.name,
-             "-o", f"_{name}_wrapper.o"],
-        ]
-        processes = [subprocess.Popen(c, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True) for c in commands]
-        for command, process in zip(commands, processes):
-            out, err = process.communicate()
-            if process.returncode != 0:
-                raise BuildError(f"C compilation failed ({' '.join(command)}):\n{out}{err}")
+        say(f"compiling {name}.c with {compiler()}; cython: translating the wrapper")
+        model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, "-c", f"{name}.c",
+                         "-o", f"{name}.o"]
+        compiling = [(model_command, subprocess.Popen(model_command, cwd=work, stdout=subprocess.PIPE,
+                                                      stderr=subprocess.PIPE, text=True))]
+        try:
+            wrapper_c = work / f"_{name}_wrapper.c"
+            _run([sys.executable, "-m", "cython", "-3", "--fast-fail",
+                  "--module-name", f"_{name}", "-o", str(wrapper_c),
+                  str(work / f"_{name}.pyx")], work, "Cython")
+            timings["cython"] = time.perf_counter() - started
+
+            started = time.perf_counter()
+            include = sysconfig.get_paths()["include"]
+            import numpy
+            numpy_include = numpy.get_include()
+            wrapper_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", numpy_include,
+                               "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", "-c",
+                               wrapper_c.name, "-o", f"_{name}_wrapper.o"]
+            compiling.append((wrapper_command, subprocess.Popen(
+                wrapper_command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            for command, process in compiling:
+                out, err = process.communicate()
+                if process.returncode != 0:
+                    raise BuildError(f"C compilation failed ({' '.join(command)}):\n{out}{err}")
+        finally:
+            for _, process in compiling:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
         extension = f"_{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
         _run([cc, "-shared", f"{name}.o", f"_{name}_wrapper.o", "-o", extension, "-lm"], work, "linking")
         timings["compile"] = time.perf_counter() - started

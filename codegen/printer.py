@@ -15,11 +15,11 @@ class ModelCodePrinter(C99CodePrinter):
 
     def __init__(self, names):
         super().__init__({"contract": False})
-        self._names = names
+        self.names = names   # may change between statements (carried temporaries)
 
     def _print_Symbol(self, symbol):
         try:
-            return self._names[symbol]
+            return self.names[symbol]
         except KeyError:
             raise KeyError(f"symbol {symbol} has no C name: it is not an input, a parameter "
                            "or a temporary of this model") from None

@@ -135,7 +135,10 @@ typedef struct disk_workspace {
     double A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
     double r_zero[DISK_NR + 1];
-    int pivot_q[DISK_NQ + 1], pivot_u[DISK_NW + 1];
+    /* common subexpressions and factors one stage computes and a later one uses */
+    double carried[69 + 1];
+    int straight_line_kinematic_rates, straight_line_dynamic_rates;
+    int pivot_qq[DISK_NQ + 1], pivot_uu[DISK_NW + 1];
     int pivot_c[DISK_NC + 1], pivot_v[DISK_NV + 1];
     int dependent_q[DISK_NC + 1], independent_q[DISK_NQI + 1];
     int dependent_u[DISK_NV + 1], independent_u[DISK_NUI + 1];
