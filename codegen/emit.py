@@ -215,6 +215,9 @@ def _c_double(value):
     return f"({value!r})" if value < 0 else repr(value)
 
 
+SEPARATE_STAGE_STATEMENTS = 400
+
+
 def emit(derivation, progress=None):
     """Generate the C source, header, Cython wrapper and package init."""
     d = derivation
@@ -233,7 +236,14 @@ def emit(derivation, progress=None):
     evaluation = {s["name"]: s for s in statements}
     say("straight-line numeric stage for the default partition")
     straight = StraightLine(emitter, stages, sizes, first_slot=carried_by_evaluation)
+    # stages larger than this many statements stay separate functions in the
+    # compiled code (noinline): compile time grows faster than linearly with a
+    # function's size; smaller ones the compiler may inline, saving the calls
+    sizes_of = {s["name"]: len(s["temporaries"]) + len(s["entries"]) for s in statements}
+    sizes_of.update({name: len(ops) for name, ops in straight.sections.items()})
+    separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
     context = dict(
+        separate=separate,
         name=d.name,
         NAME=d.name.upper(),
         description=d.description,

@@ -263,6 +263,5 @@ def procedure(kinematic_identity):
         Stage("dynamic_rates", "dynamics", DYNAMIC_RATES, "ud* (and the multipliers)",
               results=(View("ud"),)),
         Stage("jacobians", "jacobians", (), "the Jacobian blocks at (q, qd*, u, ud*, r, t)"),
-        Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs",
-              results=(View("A_full", rows=("nq", "nu")), View("B_full", rows=("nq", "nu")))),
+        Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
     )

@@ -72,9 +72,10 @@ class Operation:
     scale        the largest absolute value of ``initial`` and ``entries`` (of factor ``label``)
     check_pivot  return PIVOT_REJECTED unless ``pivot`` passes against the scale and ``others``
     reject       return PIVOT_REJECTED (a structurally zero pivot)
-    store        workspace ``array[index] = value``
+    store        ``array[index] = value`` (workspace array, or the caller's if ``output``)
     check_finite NONFINITE_RESULT unless the workspace array's ``count`` entries are finite
-    select_rows  the outputs from the workspace (the procedure's SelectRows)
+    place_rows   the rows of A (B) into A_full (B_full), when asked for: ``outputs`` (A, A_full, width)
+    check_outputs NONFINITE_RESULT unless the ``outputs`` (target, count) the caller asked for are finite
     """
 
     op: str
@@ -90,7 +91,9 @@ class Operation:
     array: str = ""
     index: int = 0
     value: object = None
+    output: bool = False    # store into the caller's array, not the workspace's
     count: int = 0
+    outputs: tuple = ()
 
     def uses(self):
         return _temps(self.args + self.entries + self.others + (self.pivot, self.value))
@@ -444,7 +447,8 @@ class StraightLine:
 
     def _store_results(self):
         """Store the stage's results (the workspace arrays later stages read),
-        once, before they are checked or copied out."""
+        once, before they are checked."""
+        self.stored = self.results
         for view in self.results:
             stride = self._size(view.stride)
             rows, cols = self._rows_cols(view)
@@ -454,11 +458,33 @@ class StraightLine:
         self.results = ()
 
     def _CheckFinite(self, step):
+        # the results this code stores; the outputs are checked where they are written
         self._store_results()
         for view in step.views:
-            self.trace.record("check_finite", array=view.array,
-                              count=self._size(view.row_count) * self._size(view.col_count))
+            if any(view.array == result.array for result in self.stored):
+                self.trace.record("check_finite", array=view.array,
+                                  count=self._size(view.row_count) * self._size(view.col_count))
 
     def _SelectRows(self, step):
-        self._store_results()
-        self.trace.record("select_rows")
+        """Every output straight into the caller's arrays (the C points those
+        the caller did not ask for at the workspace): a row of an independent
+        state into A (B), a row of a dependent one into A_full (B_full); A_full
+        gets the rows of A only when asked for. Then the asked-for outputs are
+        checked: no copy, no check of what nobody reads."""
+        nq, nu = self.sizes["nq"], self.sizes["nu"]
+        independent = self.index["independent_q"] + [nq + i for i in self.index["independent_u"]]
+        state = {row: k for k, row in enumerate(independent)}
+        outputs, placed = [], []
+        for reduced, full, width in (("A", "A_full", "nx"), ("B", "B_full", "nr")):
+            matrix, n = self.values[full], self.sizes[width]
+            if not n:
+                continue
+            for i in range(nq + nu):
+                target, row = (reduced, state[i]) if i in state else (full, i)
+                for j in range(n):
+                    self.trace.record("store", array=target, output=True, index=row * n + j,
+                                      value=matrix[i][j])
+            placed.append((reduced, full, width))
+            outputs += [(reduced, len(independent) * n), (full, (nq + nu) * n)]
+        self.trace.record("place_rows", outputs=tuple(placed))
+        self.trace.record("check_outputs", outputs=tuple(outputs))

@@ -30,8 +30,9 @@
    anything divided by it); the caller takes the general path */
 #define PIVOT_REJECTED (-1)
 
-/* Each stage of the procedure is a function of its own: compilers optimize (and
-   compile) several moderate functions much faster than one huge one. */
+/* Each stage of the procedure is a function of its own. A large one is kept
+   out of line: compilers optimize (and compile) several moderate functions much
+   faster than one huge one; small ones the compiler may inline. */
 #if defined(__GNUC__)
 #define STAGE static __attribute__((noinline))
 #else
@@ -308,6 +309,18 @@ static void copy_outputs(const disk_workspace *w, double *A, double *B, double *
     if (B_full) for (i = 0; i < (NQ + NU) * NR; ++i) B_full[i] = w->B_full[i];
 }
 
+/* the rows of the independent states (width entries each, the default
+   partition's order) into their places among all rows */
+static void place_state_rows(const double *reduced, int width, double *full)
+{
+    int i, j;
+    for (i = 0; i < NQI; ++i)
+        for (j = 0; j < width; ++j) full[default_independent_q[i] * width + j] = reduced[i * width + j];
+    for (i = 0; i < NUI; ++i)
+        for (j = 0; j < width; ++j)
+            full[(NQ + default_independent_u[i]) * width + j] = reduced[(NQI + i) * width + j];
+}
+
 static void copy_rates(const disk_workspace *w, double *qd, double *ud)
 {
     int i;
@@ -326,7 +339,7 @@ static void copy_rates(const disk_workspace *w, double *qd, double *ud)
  */
 
 /* the constraint residuals f_c, f_v */
-STAGE void evaluate_residuals(double t, const double *q, const double *u, const double *p,
+static void evaluate_residuals(double t, const double *q, const double *u, const double *p,
                               double *f_c, double *f_v, double *carried)
 {
     (void)t; (void)q; (void)u; (void)p; (void)f_c; (void)f_v; (void)carried;
@@ -355,7 +368,7 @@ STAGE void evaluate_residuals(double t, const double *q, const double *u, const 
 }
 
 /* J_c, J_vq, B_v */
-STAGE void evaluate_constraint_jacobians(disk_workspace *w, double t, const double *q, const double *u,
+static void evaluate_constraint_jacobians(disk_workspace *w, double t, const double *q, const double *u,
         const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
@@ -382,7 +395,7 @@ STAGE void evaluate_constraint_jacobians(disk_workspace *w, double t, const doub
 }
 
 /* M_qq, kinematic_residual */
-STAGE void evaluate_kinematics(disk_workspace *w, double t, const double *q, const double *u,
+static void evaluate_kinematics(disk_workspace *w, double t, const double *q, const double *u,
         const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
@@ -418,7 +431,7 @@ STAGE void evaluate_kinematics(disk_workspace *w, double t, const double *q, con
 }
 
 /* M_uu, speed_residual */
-STAGE void evaluate_dynamics(disk_workspace *w, double t, const double *q, const double *u,
+static void evaluate_dynamics(disk_workspace *w, double t, const double *q, const double *u,
         const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
@@ -510,7 +523,7 @@ STAGE void evaluate_dynamics(disk_workspace *w, double t, const double *q, const
 }
 
 /* A_qq, A_qu, M_uq, A_uq, A_uu, B_u */
-STAGE void evaluate_jacobians(disk_workspace *w, double t, const double *q, const double *u,
+static void evaluate_jacobians(disk_workspace *w, double t, const double *q, const double *u,
         const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
@@ -596,7 +609,7 @@ STAGE void evaluate_jacobians(disk_workspace *w, double t, const double *q, cons
 }
 
 /* qd*: straight-line code with the static pivots */
-STAGE int straight_line_kinematic_rates(disk_workspace *w)
+static int straight_line_kinematic_rates(disk_workspace *w)
 {
     double scale_qq = 0.0;
     if (fabs(w->M_qq[12]) > scale_qq) scale_qq = fabs(w->M_qq[12]);
@@ -674,7 +687,7 @@ static int kinematic_rates(disk_workspace *w)
 }
 
 /* ud* (and the multipliers): straight-line code with the static pivots */
-STAGE int straight_line_dynamic_rates(disk_workspace *w)
+static int straight_line_dynamic_rates(disk_workspace *w)
 {
     double scale_uu = 0.0;
     if (fabs(w->M_uu[9]) > scale_uu) scale_uu = fabs(w->M_uu[9]);
@@ -836,10 +849,16 @@ static int evaluate_point(disk_workspace *w, double t, const double *q, const do
 
 /* A', B' and the outputs, default partition: straight-line code with the
    static pivots, written straight into the caller's arrays */
-STAGE int straight_line_solution(disk_workspace *w, double *A, double *B, double *A_full,
+static int straight_line_solution(disk_workspace *w, double *A, double *B, double *A_full,
                                  double *B_full)
 {
-    (void)A; (void)B; (void)A_full; (void)B_full;
+    /* every output is written; those the caller did not ask for, to the workspace */
+    const int asked_A = A != 0, asked_B = B != 0, asked_A_full = A_full != 0, asked_B_full = B_full != 0;
+    if (!A) A = w->A;
+    if (!B) B = w->B;
+    if (!A_full) A_full = w->A_full;
+    if (!B_full) B_full = w->B_full;
+    (void)asked_A; (void)asked_B; (void)asked_A_full; (void)asked_B_full;
     double scale_c = 0.0;
     if (fabs(w->J_c[5]) > scale_c) scale_c = fabs(w->J_c[5]);
     if (fabs(w->J_c[1]) > scale_c) scale_c = fabs(w->J_c[1]);
@@ -877,37 +896,37 @@ STAGE int straight_line_solution(disk_workspace *w, double *A, double *B, double
     const double v103 = w->carried[46] * w->A_qu[14];
     const double v104 = -v103;
     const double v105 = w->A_qq[31] * w->carried[51];
-    w->A_full[41] = v105;
+    A_full[41] = v105;
     const double v106 = w->A_qu[30] * w->carried[51];
-    w->A_full[45] = v106;
+    A_full[45] = v106;
     const double v107 = w->A_qq[24] * w->carried[50];
-    w->A_full[32] = v107;
+    A[32] = v107;
     const double v108 = w->A_qq[25] * w->carried[50];
-    w->A_full[33] = v108;
+    A[33] = v108;
     const double v109 = w->A_qu[24] * w->carried[50];
-    w->A_full[37] = v109;
+    A[37] = v109;
     const double v110 = w->A_qu[25] * w->carried[50];
-    w->A_full[38] = v110;
+    A[38] = v110;
     const double v111 = w->A_qq[18] * w->carried[49];
-    w->A_full[24] = v111;
+    A[24] = v111;
     const double v112 = w->A_qq[19] * w->carried[49];
-    w->A_full[25] = v112;
+    A[25] = v112;
     const double v113 = w->A_qu[18] * w->carried[49];
-    w->A_full[29] = v113;
+    A[29] = v113;
     const double v114 = w->A_qu[19] * w->carried[49];
-    w->A_full[30] = v114;
+    A[30] = v114;
     const double v115 = v102 * w->carried[48];
-    w->A_full[17] = v115;
+    A[17] = v115;
     const double v116 = w->A_qu[7] * w->carried[48];
-    w->A_full[22] = v116;
+    A[22] = v116;
     const double v117 = v104 * w->carried[48];
-    w->A_full[23] = v117;
+    A[23] = v117;
     const double v118 = w->A_qu[0] * w->carried[47];
-    w->A_full[13] = v118;
+    A[13] = v118;
     const double v119 = w->A_qq[13] * w->carried[45];
-    w->A_full[1] = v119;
+    A[1] = v119;
     const double v120 = w->A_qu[14] * w->carried[45];
-    w->A_full[7] = v120;
+    A[7] = v120;
     const double v121 = w->M_uq[2] * v115;
     const double v122 = -v121;
     const double v123 = w->A_uu[1] - w->M_uq[2] * v116;
@@ -982,55 +1001,55 @@ STAGE int straight_line_solution(disk_workspace *w, double *A, double *B, double
     const double v192 = v139 - w->carried[59] * v187;
     const double v193 = v140 - w->carried[59] * v188;
     const double v194 = v189 * w->carried[63];
-    w->A_full[89] = v194;
+    A_full[89] = v194;
     const double v195 = v190 * w->carried[63];
-    w->A_full[90] = v195;
+    A_full[90] = v195;
     const double v196 = v191 * w->carried[63];
-    w->A_full[93] = v196;
+    A_full[93] = v196;
     const double v197 = v192 * w->carried[63];
-    w->A_full[94] = v197;
+    A_full[94] = v197;
     const double v198 = v193 * w->carried[63];
-    w->A_full[95] = v198;
+    A_full[95] = v198;
     const double v199 = w->A_uq[43] - w->M_uu[70] * v174;
     const double v200 = v93 - w->M_uu[70] * v175;
     const double v201 = w->A_uu[42] - w->M_uu[70] * v176;
     const double v202 = v99 - w->M_uu[70] * v177;
     const double v203 = w->A_uu[44] - w->M_uu[70] * v178;
     const double v204 = v199 * w->carried[61];
-    w->A_full[81] = v204;
+    A_full[81] = v204;
     const double v205 = v200 * w->carried[61];
-    w->A_full[82] = v205;
+    A_full[82] = v205;
     const double v206 = v201 * w->carried[61];
-    w->A_full[85] = v206;
+    A_full[85] = v206;
     const double v207 = v202 * w->carried[61];
-    w->A_full[86] = v207;
+    A_full[86] = v207;
     const double v208 = v203 * w->carried[61];
-    w->A_full[87] = v208;
+    A_full[87] = v208;
     const double v209 = w->A_uq[37] - w->M_uu[60] * v184;
     const double v210 = v91 - w->M_uu[60] * v185;
     const double v211 = v95 - w->M_uu[60] * v186;
     const double v212 = v96 - w->M_uu[60] * v187;
     const double v213 = w->A_uu[38] - w->M_uu[60] * v188;
     const double v214 = v209 * w->carried[57];
-    w->A_full[73] = v214;
+    A_full[73] = v214;
     const double v215 = v210 * w->carried[57];
-    w->A_full[74] = v215;
+    A_full[74] = v215;
     const double v216 = v211 * w->carried[57];
-    w->A_full[77] = v216;
+    A_full[77] = v216;
     const double v217 = v212 * w->carried[57];
-    w->A_full[78] = v217;
+    A_full[78] = v217;
     const double v218 = v213 * w->carried[57];
-    w->A_full[79] = v218;
+    A_full[79] = v218;
     const double v219 = w->A_uq[31] * w->carried[56];
-    w->A_full[65] = v219;
+    A[57] = v219;
     const double v220 = w->A_uq[32] * w->carried[56];
-    w->A_full[66] = v220;
+    A[58] = v220;
     const double v221 = w->A_uu[30] * w->carried[56];
-    w->A_full[69] = v221;
+    A[61] = v221;
     const double v222 = w->A_uu[31] * w->carried[56];
-    w->A_full[70] = v222;
+    A[62] = v222;
     const double v223 = w->A_uu[32] * w->carried[56];
-    w->A_full[71] = v223;
+    A[63] = v223;
     const double v224 = v122 - w->M_uu[3] * v214;
     const double v225 = w->A_uq[2] - w->M_uu[3] * v215;
     const double v226 = w->M_uu[3] * v216;
@@ -1038,15 +1057,15 @@ STAGE int straight_line_solution(disk_workspace *w, double *A, double *B, double
     const double v228 = v123 - w->M_uu[3] * v217;
     const double v229 = v125 - w->M_uu[3] * v218;
     const double v230 = v224 * w->carried[53];
-    w->A_full[57] = v230;
+    A[49] = v230;
     const double v231 = v225 * w->carried[53];
-    w->A_full[58] = v231;
+    A[50] = v231;
     const double v232 = v227 * w->carried[53];
-    w->A_full[61] = v232;
+    A[53] = v232;
     const double v233 = v228 * w->carried[53];
-    w->A_full[62] = v233;
+    A[54] = v233;
     const double v234 = v229 * w->carried[53];
-    w->A_full[63] = v234;
+    A[55] = v234;
     const double v235 = w->M_uu[13] * v204;
     const double v236 = -v235;
     const double v237 = w->M_uu[13] * v205;
@@ -1058,68 +1077,69 @@ STAGE int straight_line_solution(disk_workspace *w, double *A, double *B, double
     const double v243 = w->M_uu[13] * v208;
     const double v244 = -v243;
     const double v245 = v236 * w->carried[52];
-    w->A_full[49] = v245;
+    A[41] = v245;
     const double v246 = v238 * w->carried[52];
-    w->A_full[50] = v246;
+    A[42] = v246;
     const double v247 = v240 * w->carried[52];
-    w->A_full[53] = v247;
+    A[45] = v247;
     const double v248 = v242 * w->carried[52];
-    w->A_full[54] = v248;
+    A[46] = v248;
     const double v249 = v244 * w->carried[52];
-    w->A_full[55] = v249;
-    w->A_full[0] = 0.0;
-    w->A_full[2] = 0.0;
-    w->A_full[3] = 0.0;
-    w->A_full[4] = 0.0;
-    w->A_full[5] = 0.0;
-    w->A_full[6] = 0.0;
-    w->A_full[8] = 0.0;
-    w->A_full[9] = 0.0;
-    w->A_full[10] = 0.0;
-    w->A_full[11] = 0.0;
-    w->A_full[12] = 0.0;
-    w->A_full[14] = 0.0;
-    w->A_full[15] = 0.0;
-    w->A_full[16] = 0.0;
-    w->A_full[18] = 0.0;
-    w->A_full[19] = 0.0;
-    w->A_full[20] = 0.0;
-    w->A_full[21] = 0.0;
-    w->A_full[26] = 0.0;
-    w->A_full[27] = 0.0;
-    w->A_full[28] = 0.0;
-    w->A_full[31] = 0.0;
-    w->A_full[34] = 0.0;
-    w->A_full[35] = 0.0;
-    w->A_full[36] = 0.0;
-    w->A_full[39] = 0.0;
-    w->A_full[40] = 0.0;
-    w->A_full[42] = 0.0;
-    w->A_full[43] = 0.0;
-    w->A_full[44] = 0.0;
-    w->A_full[46] = 0.0;
-    w->A_full[47] = 0.0;
-    w->A_full[48] = 0.0;
-    w->A_full[51] = 0.0;
-    w->A_full[52] = 0.0;
-    w->A_full[56] = 0.0;
-    w->A_full[59] = 0.0;
-    w->A_full[60] = 0.0;
-    w->A_full[64] = 0.0;
-    w->A_full[67] = 0.0;
-    w->A_full[68] = 0.0;
-    w->A_full[72] = 0.0;
-    w->A_full[75] = 0.0;
-    w->A_full[76] = 0.0;
-    w->A_full[80] = 0.0;
-    w->A_full[83] = 0.0;
-    w->A_full[84] = 0.0;
-    w->A_full[88] = 0.0;
-    w->A_full[91] = 0.0;
-    w->A_full[92] = 0.0;
-    if (!all_finite(w->A_full, 96)) return DISK_ERR_NONFINITE_RESULT;
-    if (!all_finite(w->B_full, 0)) return DISK_ERR_NONFINITE_RESULT;
-    copy_outputs(w, A, B, A_full, B_full);
+    A[47] = v249;
+    A[0] = 0.0;
+    A[2] = 0.0;
+    A[3] = 0.0;
+    A[4] = 0.0;
+    A[5] = 0.0;
+    A[6] = 0.0;
+    A[8] = 0.0;
+    A[9] = 0.0;
+    A[10] = 0.0;
+    A[11] = 0.0;
+    A[12] = 0.0;
+    A[14] = 0.0;
+    A[15] = 0.0;
+    A[16] = 0.0;
+    A[18] = 0.0;
+    A[19] = 0.0;
+    A[20] = 0.0;
+    A[21] = 0.0;
+    A[26] = 0.0;
+    A[27] = 0.0;
+    A[28] = 0.0;
+    A[31] = 0.0;
+    A[34] = 0.0;
+    A[35] = 0.0;
+    A[36] = 0.0;
+    A[39] = 0.0;
+    A_full[40] = 0.0;
+    A_full[42] = 0.0;
+    A_full[43] = 0.0;
+    A_full[44] = 0.0;
+    A_full[46] = 0.0;
+    A_full[47] = 0.0;
+    A[40] = 0.0;
+    A[43] = 0.0;
+    A[44] = 0.0;
+    A[48] = 0.0;
+    A[51] = 0.0;
+    A[52] = 0.0;
+    A[56] = 0.0;
+    A[59] = 0.0;
+    A[60] = 0.0;
+    A_full[72] = 0.0;
+    A_full[75] = 0.0;
+    A_full[76] = 0.0;
+    A_full[80] = 0.0;
+    A_full[83] = 0.0;
+    A_full[84] = 0.0;
+    A_full[88] = 0.0;
+    A_full[91] = 0.0;
+    A_full[92] = 0.0;
+    if (asked_A_full) place_state_rows(A, NX, A_full);
+    if ((asked_A && !all_finite(A, 64))
+        || (asked_A_full && !all_finite(A_full, 96)))
+        return DISK_ERR_NONFINITE_RESULT;
     return DISK_OK;
 }
 
@@ -1255,7 +1275,7 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
 {
     const int partition_given = dependent_q || dependent_u;
     int status = prepare(t, q, u, &r, &p, work), violation;
-    if (status == DISK_OK) status = set_partition(dependent_q, dependent_u, work);
+    if (status == DISK_OK && partition_given) status = set_partition(dependent_q, dependent_u, work);
     if (status != DISK_OK) return status;
     status = evaluate_point(work, t, q, u, r, p);
     violation = check_constraints(work, tol);   /* reported first: the point is wrong */
@@ -1265,6 +1285,7 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     status = PIVOT_REJECTED;
     if (!partition_given && work->straight_line_kinematic_rates && work->straight_line_dynamic_rates)
         status = straight_line_solution(work, A, B, A_full, B_full);
+    if (status == PIVOT_REJECTED && !partition_given) set_partition(0, 0, work);
     if (status == PIVOT_REJECTED) status = general_solution(work, A, B, A_full, B_full);
     if (status == DISK_OK) copy_rates(work, qd, ud);
     return status;

@@ -134,6 +134,7 @@ typedef struct disk_workspace {
     double T_q[DISK_NQ * DISK_NQ + 1], T_u[DISK_NW * DISK_NQ + 1];
     double A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
+    double A[DISK_NX * DISK_NX + 1], B[DISK_NX * DISK_NR + 1];
     double r_zero[DISK_NR + 1];
     /* common subexpressions and factors one stage computes and a later one uses */
     double carried[69 + 1];
