@@ -102,9 +102,9 @@ class StageEmitter:
         outputs = [expr for block in self.blocks.values() for _, expr in block.entries]
         say(f"common subexpression elimination over {len(outputs)} non-zero entries")
         temporaries = sm.numbered_symbols("x", real=True)
-        # order="none": the order of the outputs, half the time of the canonical
-        # sort (the same operations; deterministic, see the generated-code tests)
-        replacements, reduced = sm.cse(outputs, symbols=temporaries, list=True)
+        # order="none" keeps the order of the outputs: the same operations in half
+        # the time of the canonical sort (and deterministic: see the tests)
+        replacements, reduced = sm.cse(outputs, symbols=temporaries, list=True, order=CSE_ORDER)
         self.temporaries = [symbol for symbol, _ in replacements]
         self.temporary_expr = dict(replacements)
         self.position = {symbol: k for k, symbol in enumerate(self.temporaries)}
@@ -129,10 +129,12 @@ class StageEmitter:
 
     def closure(self, block_names):
         """Temporaries the given blocks need, directly or through others."""
+        return self._closure([expr for name in block_names for expr in self.reduced[name]])
+
+    def _closure(self, exprs):
         needed = set()
-        for name in block_names:
-            for expr in self.reduced[name]:
-                needed |= {s for s in expr.free_symbols if s in self.position}
+        for expr in exprs:
+            needed |= {s for s in expr.free_symbols if s in self.position}
         stack = list(needed)
         while stack:
             for used in self._uses[stack.pop()]:
@@ -140,6 +142,25 @@ class StageEmitter:
                     needed.add(used)
                     stack.append(used)
         return needed
+
+    def entries(self, block_names):
+        """(block, index, reduced expression) of the structural non-zeros."""
+        return [(name, index, expr) for name in block_names if name not in self.skip
+                for (index, _), expr in zip(self.blocks[name].entries, self.reduced[name])]
+
+    def split(self, entries, limit):
+        """``entries`` in consecutive groups of about ``limit`` statements
+        (entries plus the temporaries first needed there)."""
+        groups, group, size, seen = [], [], 0, set()
+        for entry in entries:
+            new = self._closure([entry[2]]) - seen
+            if group and size + len(new) + 1 > limit:
+                groups.append(group)
+                group, size = [], 0
+            group.append(entry)
+            size += len(new) + 1
+            seen |= new
+        return groups + [group] if group or not groups else groups
 
     def structural_zeros(self, name):
         block = self.blocks[name]
@@ -152,28 +173,30 @@ class StageEmitter:
                 for name in self.derivation.stages[stage]
                 if name not in self.skip and self.structural_zeros(name)]
 
-    def stage_statements(self, stage_names):
-        """The statements of each stage, as data, when the stages run in this order.
+    def stage_statements(self, parts):
+        """The statements of each part, as data, when the parts run in this order.
 
-        A temporary is computed by the first stage that needs it; a later stage
+        ``parts`` are (name, entries): a stage, or a part of a large one, with
+        the (block, index, expression) entries it writes (see :meth:`entries`).
+
+        A temporary is computed by the first part that needs it; a later part
         that uses it loads it from a carried slot of the workspace, which the
-        first stage stores. Returns one dict per stage (``temporaries``: (name,
-        C expression, carried slot or None); ``stores``: how many are carried; ``entries``:
-        (block, index, C expression), only the structural non-zeros) and the
-        number of carried slots, numbered in stage order. A carried temporary
-        prints as ``carried[slot]`` in the stages that load it."""
+        first part stores. Returns one dict per part (``temporaries``: (name,
+        C expression, carried slot or None); ``stores``: how many are carried;
+        ``entries``: (block, index, C expression)) and the number of carried
+        slots, numbered in order. A carried temporary prints as
+        ``carried[slot]`` in the parts that load it."""
         defined_in = {}
         stages = []
-        for k, stage in enumerate(stage_names):
-            block_names = [b for b in self.derivation.stages[stage] if b not in self.skip]
-            new = sorted(self.closure(block_names) - defined_in.keys(), key=self.position.get)
+        for k, (stage, entries) in enumerate(parts):
+            exprs = [expr for _, _, expr in entries]
+            new = sorted(self._closure(exprs) - defined_in.keys(), key=self.position.get)
             direct = set().union(*(self._uses[s] for s in new)) if new else set()
-            for name in block_names:
-                for expr in self.reduced[name]:
-                    direct |= {s for s in expr.free_symbols if s in self.position}
+            for expr in exprs:
+                direct |= {s for s in expr.free_symbols if s in self.position}
             loads = sorted((s for s in direct if s in defined_in), key=self.position.get)
             defined_in.update({s: k for s in new})
-            stages.append(dict(name=stage, new=new, loads=loads, blocks=block_names))
+            stages.append(dict(name=stage, new=new, loads=loads, entries=entries))
         carried = sorted({s for stage in stages for s in stage["loads"]},
                          key=lambda s: (defined_in[s], self.position[s]))
         slot = {s: i for i, s in enumerate(carried)}
@@ -187,8 +210,7 @@ class StageEmitter:
                 name=stage["name"],
                 temporaries=[(str(s), doprint(self.temporary_expr[s]), slot.get(s)) for s in stage["new"]],
                 stores=sum(1 for s in stage["new"] if s in slot),
-                entries=[(name, index, doprint(expr)) for name in stage["blocks"]
-                         for (index, _), expr in zip(self.blocks[name].entries, self.reduced[name])]))
+                entries=[(name, index, doprint(expr)) for name, index, expr in stage["entries"]]))
             names.update({s: str(s) for s in stage["loads"]})
         return result, len(carried)
 
@@ -215,7 +237,17 @@ def _c_double(value):
     return f"({value!r})" if value < 0 else repr(value)
 
 
+def emit_wrapper(derivation):
+    """The Cython wrapper alone (it needs only the model's name): the pipeline
+    starts translating it before the model's C is emitted."""
+    d = derivation
+    return environment().get_template("module.pyx.jinja").render(
+        name=d.name, NAME=d.name.upper(), version=__version__)
+
+
 SEPARATE_STAGE_STATEMENTS = 400
+PART_STATEMENTS = 400
+CSE_ORDER = "none"
 
 
 def emit(derivation, progress=None):
@@ -231,17 +263,30 @@ def emit(derivation, progress=None):
     started = time.perf_counter()
     say = progress or (lambda message: None)
     stages = procedure(kinematic_identity)
-    evaluated = [stage.evaluates for stage in stages if stage.evaluates]
-    statements, carried_by_evaluation = emitter.stage_statements(evaluated)
-    evaluation = {s["name"]: s for s in statements}
+    # a large stage is evaluated in parts of about PART_STATEMENTS statements,
+    # each a function of its own: compile time grows faster than linearly with
+    # a function's size
+    parts = []
+    for stage in [stage.evaluates for stage in stages if stage.evaluates]:
+        groups = [emitter.entries(d.stages[stage])]
+        if stage != "residuals":
+            groups = emitter.split(groups[0], PART_STATEMENTS)
+        for k, entries in enumerate(groups):
+            parts.append((f"{stage}_{k + 1}" if len(groups) > 1 else stage, stage, entries))
+    statements, carried_by_evaluation = emitter.stage_statements([(name, entries) for name, _, entries in parts])
+    evaluation = {}
+    for (name, stage, _), part in zip(parts, statements):
+        evaluation.setdefault(stage, []).append(part)
     say("straight-line numeric stage for the default partition")
     straight = StraightLine(emitter, stages, sizes, first_slot=carried_by_evaluation)
     # stages larger than this many statements stay separate functions in the
     # compiled code (noinline): compile time grows faster than linearly with a
     # function's size; smaller ones the compiler may inline, saving the calls
     sizes_of = {s["name"]: len(s["temporaries"]) + len(s["entries"]) for s in statements}
+    sizes_of.update({stage: sum(sizes_of[s["name"]] for s in group) for stage, group in evaluation.items()})
     sizes_of.update({name: len(ops) for name, ops in straight.sections.items()})
     separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
+    separate.update({part["name"]: True for group in evaluation.values() if len(group) > 1 for part in group})
     context = dict(
         separate=separate,
         name=d.name,
@@ -262,7 +307,7 @@ def emit(derivation, progress=None):
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
-        carried_by_residuals=evaluation["residuals"]["stores"],
+        carried_by_residuals=evaluation["residuals"][0]["stores"],
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
         derivation_stages=d.stages,
     )
@@ -270,7 +315,7 @@ def emit(derivation, progress=None):
     files = {
         f"{d.name}.h": env.get_template("model.h.jinja").render(context),
         f"{d.name}.c": env.get_template("model.c.jinja").render(context),
-        f"_{d.name}.pyx": env.get_template("module.pyx.jinja").render(context),
+        f"_{d.name}.pyx": emit_wrapper(d),
         "__init__.py": env.get_template("module_init.py.jinja").render(context),
         "Makefile": env.get_template("Makefile.jinja").render(context),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.jinja").render(context),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .compile import cache_key, compile_package, default_output_dir, install_cached
+from .compile import WrapperTranslation, cache_key, compile_package, default_output_dir, install_cached
 from .derive import derive
-from .emit import emit, generator_fingerprint
+from .emit import emit, emit_wrapper, generator_fingerprint
 from .errors import ModelError
 from .load import load_package
 from .model import Model
@@ -59,11 +59,16 @@ def build_artifact(model, output_dir=None, force=False, progress=None):
     derivation = derive(model, progress)
     timings["derivation"] = time.perf_counter() - started
 
-    sources = emit(derivation, progress)
+    wrapper = WrapperTranslation(derivation.name, emit_wrapper(derivation), output_dir)
+    try:
+        sources = emit(derivation, progress)
+    except BaseException:
+        wrapper.cancel()
+        raise
     timings.update(sources.timings)
 
     artifact = compile_package(sources, output_dir, key, progress, replace=force,
-                               extra_record={"sizes": derivation.sizes})
+                               extra_record={"sizes": derivation.sizes}, wrapper=wrapper)
     timings.update(artifact.timings)
     artifact.timings = timings
     return artifact

@@ -368,8 +368,8 @@ static void evaluate_residuals(double t, const double *q, const double *u, const
 }
 
 /* J_c, J_vq, B_v */
-static void evaluate_constraint_jacobians(disk_workspace *w, double t, const double *q, const double *u,
-        const double *r, const double *p)
+static void evaluate_constraint_jacobians(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
     double *carried = w->carried;
@@ -395,8 +395,8 @@ static void evaluate_constraint_jacobians(disk_workspace *w, double t, const dou
 }
 
 /* M_qq, kinematic_residual */
-static void evaluate_kinematics(disk_workspace *w, double t, const double *q, const double *u,
-        const double *r, const double *p)
+static void evaluate_kinematics(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
     double *carried = w->carried;
@@ -431,8 +431,8 @@ static void evaluate_kinematics(disk_workspace *w, double t, const double *q, co
 }
 
 /* M_uu, speed_residual */
-static void evaluate_dynamics(disk_workspace *w, double t, const double *q, const double *u,
-        const double *r, const double *p)
+static void evaluate_dynamics(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
     double *carried = w->carried;
@@ -448,43 +448,43 @@ static void evaluate_dynamics(disk_workspace *w, double t, const double *q, cons
     carried[22] = x25;
     const double x26 = qd[2]*carried[4];
     carried[23] = x26;
-    const double x27 = u[0]*carried[6];
+    const double x27 = u[0]*u[2];
     carried[24] = x27;
-    const double x28 = u[2]*carried[2] + x27;
+    const double x28 = (1.0/carried[0]);
     carried[25] = x28;
-    const double x29 = p[0]*u[1];
+    const double x29 = x28*carried[9];
     carried[26] = x29;
-    const double x30 = (1.0/4.0)*x20;
-    carried[27] = x30;
-    const double x31 = x29*x30;
-    carried[28] = x31;
-    const double x32 = u[0]*u[2];
-    carried[29] = x32;
-    const double x33 = (1.0/carried[0]);
-    carried[30] = x33;
-    const double x34 = x33*carried[9];
-    carried[31] = x34;
-    const double x35 = u[0]*u[1] - x32*x34;
-    const double x36 = (u[2]*u[2]);
-    carried[32] = x36;
-    const double x37 = -u[1]*u[2] + x33*x36*carried[9];
-    const double x38 = carried[2]*x37 - x35*carried[6];
+    const double x30 = u[0]*u[1] - x27*x29;
+    const double x31 = (u[2]*u[2]);
+    carried[27] = x31;
+    const double x32 = -u[1]*u[2] + x28*x31*carried[9];
+    const double x33 = carried[2]*x30 + x32*carried[6];
+    carried[28] = x33;
+    const double x34 = u[0]*carried[2];
+    carried[29] = x34;
+    const double x35 = -u[2]*carried[6] + x34;
+    carried[30] = x35;
+    const double x36 = p[0]*u[1];
+    carried[31] = x36;
+    const double x37 = (1.0/4.0)*x20;
+    carried[32] = x37;
+    const double x38 = x36*x37;
     carried[33] = x38;
-    const double x39 = (1.0/4.0)*p[0]*x20*x38 - x28*x31;
-    const double x40 = u[0]*carried[2];
-    carried[34] = x40;
-    const double x41 = -u[2]*carried[6] + x40;
+    const double x39 = x35*x38;
+    carried[34] = x39;
+    const double x40 = x22*x33 + x39;
+    const double x41 = carried[2]*x32 - x30*carried[6];
     carried[35] = x41;
-    const double x42 = x31*x41;
+    const double x42 = u[0]*carried[6];
     carried[36] = x42;
-    const double x43 = carried[2]*x35 + x37*carried[6];
+    const double x43 = u[2]*carried[2] + x42;
     carried[37] = x43;
-    const double x44 = x22*x43 + x42;
-    const double x45 = carried[2]*x39 + x44*carried[6];
+    const double x44 = (1.0/4.0)*p[0]*x20*x41 - x38*x43;
+    const double x45 = carried[2]*x44 + x40*carried[6];
     carried[38] = x45;
-    const double x46 = x39*carried[6];
+    const double x46 = x44*carried[6];
     carried[39] = x46;
-    const double x47 = carried[2]*x44;
+    const double x47 = carried[2]*x40;
     carried[40] = x47;
     const double x48 = p[0]*p[2];
     const double x49 = carried[0]*x48;
@@ -517,40 +517,40 @@ static void evaluate_dynamics(disk_workspace *w, double t, const double *q, cons
     w->speed_residual[2] = x26;
     w->speed_residual[3] = -x45;
     w->speed_residual[5] = x46 - x47;
-    w->speed_residual[6] = -p[0]*(u[1]*u[5] - u[4]*x28) - x50;
-    w->speed_residual[7] = -p[0]*(u[3]*x28 - u[5]*x41) + x51;
-    w->speed_residual[8] = -p[0]*(-u[1]*u[3] + u[4]*x41) + x52;
+    w->speed_residual[6] = -p[0]*(u[1]*u[5] - u[4]*x43) - x50;
+    w->speed_residual[7] = -p[0]*(u[3]*x43 - u[5]*x35) + x51;
+    w->speed_residual[8] = -p[0]*(-u[1]*u[3] + u[4]*x35) + x52;
 }
 
-/* A_qq, A_qu, M_uq, A_uq, A_uu, B_u */
-static void evaluate_jacobians(disk_workspace *w, double t, const double *q, const double *u,
-        const double *r, const double *p)
+/* A_qq, A_qu, M_uq, A_uq, A_uu */
+static void evaluate_jacobians(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
 {
     const double *qd = w->qd, *ud = w->ud;
     double *carried = w->carried;
     (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
     const double x53 = (carried[9]*carried[9])/(carried[0]*carried[0]);
-    const double x54 = carried[32]*x53 + carried[32];
-    const double x55 = -carried[29]*x53 - carried[29];
-    const double x56 = carried[21]*(carried[2]*x55 + x54*carried[6]);
-    const double x57 = carried[21]*(carried[2]*x54 - x55*carried[6]);
-    const double x58 = -carried[25];
+    const double x54 = carried[27]*x53 + carried[27];
+    const double x55 = -carried[24]*x53 - carried[24];
+    const double x56 = carried[21]*(carried[2]*x54 - x55*carried[6]);
+    const double x57 = carried[21]*(carried[2]*x55 + x54*carried[6]);
+    const double x58 = -carried[37];
     const double x59 = p[0]*x58;
-    const double x60 = carried[27]*x59;
-    const double x61 = u[1]*x60 + carried[21]*carried[33];
-    const double x62 = -1.0/4.0*p[0]*carried[20]*carried[37] - carried[36];
-    const double x63 = carried[28]*carried[6];
-    const double x64 = carried[21]*(u[1] - u[2]*carried[31]);
+    const double x60 = carried[32]*x59;
+    const double x61 = u[1]*x60 + carried[21]*carried[35];
+    const double x62 = -1.0/4.0*p[0]*carried[20]*carried[28] - carried[34];
+    const double x63 = carried[33]*carried[6];
+    const double x64 = carried[21]*(u[1] - u[2]*carried[26]);
     const double x65 = -carried[6]*x64 - x63;
-    const double x66 = carried[2]*carried[28];
+    const double x66 = carried[2]*carried[33];
     const double x67 = carried[2]*x64 + x66;
-    const double x68 = p[0]*carried[35];
-    const double x69 = (1.0/2.0)*carried[20]*x68;
-    const double x70 = p[0]*carried[25];
-    const double x71 = -carried[27]*x70 + x60;
-    const double x72 = -u[1] + 2*u[2]*carried[30]*carried[9];
-    const double x73 = (1.0/4.0)*p[0]*carried[20]*(carried[2]*x72 + carried[24]*carried[31]) - x66;
-    const double x74 = (1.0/4.0)*p[0]*carried[20]*(-carried[31]*carried[34] + carried[6]*x72) - x63;
+    const double x68 = p[0]*carried[37];
+    const double x69 = -carried[32]*x68 + x60;
+    const double x70 = p[0]*carried[30];
+    const double x71 = (1.0/2.0)*carried[20]*x70;
+    const double x72 = -u[1] + 2*u[2]*carried[25]*carried[9];
+    const double x73 = (1.0/4.0)*p[0]*carried[20]*(carried[2]*x72 + carried[26]*carried[36]) - x66;
+    const double x74 = (1.0/4.0)*p[0]*carried[20]*(-carried[26]*carried[29] + carried[6]*x72) - x63;
     const double x75 = p[0]*u[4];
     const double x76 = -carried[6]*x75;
     const double x77 = carried[2]*x75;
@@ -573,39 +573,39 @@ static void evaluate_jacobians(disk_workspace *w, double t, const double *q, con
     w->M_uq[14] = carried[4];
     w->A_uq[2] = ud[1]*carried[7] + carried[23];
     w->A_uq[14] = -ud[1]*carried[3] + carried[22];
-    w->A_uq[19] = carried[2]*x57 + x56*carried[6];
+    w->A_uq[19] = carried[2]*x56 + x57*carried[6];
     w->A_uq[20] = carried[2]*x62 - carried[39] + carried[40] + carried[6]*x61;
     w->A_uq[26] = ud[6]*carried[7] - ud[8]*carried[3];
-    w->A_uq[31] = carried[2]*x56 - x57*carried[6];
+    w->A_uq[31] = carried[2]*x57 - x56*carried[6];
     w->A_uq[32] = carried[2]*x61 - carried[38] - carried[6]*x62;
     w->A_uq[37] = -carried[43]*carried[6];
-    w->A_uq[38] = -p[0]*u[4]*carried[35] + carried[44];
+    w->A_uq[38] = -p[0]*u[4]*carried[30] + carried[44];
     w->A_uq[43] = -carried[41];
-    w->A_uq[44] = p[0]*(u[3]*carried[35] - u[5]*x58);
+    w->A_uq[44] = p[0]*(u[3]*carried[30] - u[5]*x58);
     w->A_uq[49] = carried[2]*carried[43];
     w->A_uq[50] = u[4]*x59 + carried[42];
     w->A_uu[1] = qd[2]*carried[7];
     w->A_uu[13] = -qd[2]*carried[3];
     w->A_uu[18] = carried[2]*x65 + carried[6]*x67;
-    w->A_uu[19] = carried[2]*x71 + carried[6]*x69;
+    w->A_uu[19] = carried[2]*x69 + carried[6]*x71;
     w->A_uu[20] = carried[2]*x73 + carried[6]*x74;
     w->A_uu[30] = carried[2]*x67 - carried[6]*x65;
-    w->A_uu[31] = carried[2]*x69 - carried[6]*x71;
+    w->A_uu[31] = carried[2]*x71 - carried[6]*x69;
     w->A_uu[32] = carried[2]*x74 - carried[6]*x73;
     w->A_uu[36] = x76;
     w->A_uu[37] = p[0]*u[5];
     w->A_uu[38] = -x77;
     w->A_uu[40] = x59;
-    w->A_uu[41] = carried[26];
+    w->A_uu[41] = carried[31];
     w->A_uu[42] = p[0]*(u[3]*carried[6] - u[5]*carried[2]);
     w->A_uu[44] = p[0]*(u[3]*carried[2] + u[5]*carried[6]);
-    w->A_uu[45] = x70;
-    w->A_uu[47] = -p[0]*carried[35];
+    w->A_uu[45] = x68;
+    w->A_uu[47] = -p[0]*carried[30];
     w->A_uu[48] = x77;
     w->A_uu[49] = -p[0]*u[3];
     w->A_uu[50] = x76;
-    w->A_uu[51] = -carried[26];
-    w->A_uu[52] = x68;
+    w->A_uu[51] = -carried[31];
+    w->A_uu[52] = x70;
 }
 
 /* qd*: straight-line code with the static pivots */
