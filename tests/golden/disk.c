@@ -70,13 +70,19 @@ static void fill_zero(double *a, int count)
     for (i = 0; i < count; ++i) a[i] = 0.0;
 }
 
-/* 1 if no entry is NaN or +-Inf (NaN compares false; Inf exceeds DBL_MAX).
-   Branch-free: one comparison per entry, no chain of dependent additions. */
+/* 1 if no entry is NaN or +-Inf: a[i] * 0.0 is 0 for a finite entry and NaN
+   otherwise, and a NaN stays NaN in a sum. Two independent sums, few
+   instructions an entry: this runs on every input and output of every call. */
 static int all_finite(const double *a, int count)
 {
-    int ok = 1, i;
-    for (i = 0; i < count; ++i) ok &= fabs(a[i]) <= DBL_MAX;
-    return ok;
+    double even = 0.0, odd = 0.0;
+    int i;
+    for (i = 0; i + 1 < count; i += 2) {
+        even += a[i] * 0.0;
+        odd += a[i + 1] * 0.0;
+    }
+    if (i < count) even += a[i] * 0.0;
+    return even + odd == 0.0;
 }
 
 /* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
