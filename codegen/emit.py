@@ -307,7 +307,7 @@ def emit(derivation, progress=None):
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
-        carried_by_residuals=evaluation["residuals"][0]["stores"],
+        carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
         derivation_stages=d.stages,
     )
