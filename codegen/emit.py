@@ -246,7 +246,7 @@ def emit_wrapper(derivation):
 
 
 SEPARATE_STAGE_STATEMENTS = 400
-PART_STATEMENTS = 400
+PART_STATEMENTS = 200
 CSE_ORDER = "none"
 
 
