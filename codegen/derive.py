@@ -310,16 +310,14 @@ def derive(model, progress=None):
         "A_qq": A_qq, "A_qu": A_qu, "M_uq": M_uq, "A_uq": A_uq, "A_uu": A_uu, "B_u": B_u,
     }
     stages = {
-        # operating point checks and completion
-        "residuals": ["f_c", "f_v"],
-        "configuration": ["f_c", "J_c"],
-        "velocity": ["f_v", "B_v"],
-        # qd*: needs q, u, t, p
-        "kinematics": ["M_qq", "kinematic_residual"],
-        # ud*: needs qd* as well
-        "dynamics": ["M_uu", "speed_residual"],
+        # in the order a call evaluates them (codegen/procedure.py); each needs
+        # what the earlier ones computed
+        "residuals": ["f_c", "f_v"],                         # q, u, t, p
+        "constraint_jacobians": ["J_c", "J_vq", "B_v"],      # q, u, t, p
+        "kinematics": ["M_qq", "kinematic_residual"],        # qd*: q, u, t, p
+        "dynamics": ["M_uu", "speed_residual"],              # ud*: needs qd* as well
         # the Jacobian blocks at (q, qd*, u, ud*, r, t, p)
-        "jacobians": ["J_c", "J_vq", "B_v", "A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u"],
+        "jacobians": ["A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u"],
     }
     say("checking every block is printable C")
     _check_printable(blocks, model.name)

@@ -4,10 +4,14 @@ All structurally non-zero entries of all blocks go through one common
 subexpression elimination, so a subexpression shared by, say, the mass matrix
 and a Jacobian block is computed once per call. Each generated C function
 evaluates the blocks it needs stage by stage (kinematics, then dynamics after
-qd* is known, then the Jacobian blocks after ud* is known); a temporary is
-emitted in the first stage that needs it and reused by later ones.
+qd* is known, then the Jacobian blocks after ud* is known). Each stage is a C
+function; a temporary is computed in the first stage that needs it, and
+carried in the workspace to later stages that use it.
 
-Templates in ``templates/`` lay out the files; this module only fills them.
+The stages and the numeric steps are those of :mod:`codegen.procedure`;
+:mod:`codegen.straight_line` traces the steps for the default partition.
+Templates in ``templates/`` lay out the files (``util.c.jinja`` holds the C
+vocabulary); this module only hands them data.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import sympy as sm
 
 from . import __version__
 from .printer import ModelCodePrinter
-from .unroll import NumericStage
+from .status import STATUSES
+from .procedure import Factor, completion_steps, procedure
+from .straight_line import StraightLine
 
 
 
@@ -38,7 +44,8 @@ def template_dir():
 # the generated package imports, the build step whose flags are part of the
 # cache key, the CLI, the sweep, the benchmarks) can change without
 # invalidating builds.
-GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "unroll.py", "printer.py")
+GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "procedure.py", "straight_line.py",
+                     "printer.py", "partition.py", "status.py")
 
 # templates of the tools around the pipeline, not of the generated package
 TOOL_TEMPLATES = ("bench_driver.c.jinja",)
@@ -85,7 +92,7 @@ class _Block:
 
 
 class StageEmitter:
-    """One CSE over every block; C statements for any sequence of stages."""
+    """One CSE over every block; the statements of each stage, as data."""
 
     def __init__(self, derivation, progress=None, skip=()):
         say = progress or (lambda message: None)
@@ -95,13 +102,14 @@ class StageEmitter:
         outputs = [expr for block in self.blocks.values() for _, expr in block.entries]
         say(f"common subexpression elimination over {len(outputs)} non-zero entries")
         temporaries = sm.numbered_symbols("x", real=True)
-        replacements, reduced = sm.cse(outputs, symbols=temporaries, list=True)
+        # order="none" keeps the order of the outputs: the same operations in half
+        # the time of the canonical sort (and deterministic: see the tests)
+        replacements, reduced = sm.cse(outputs, symbols=temporaries, list=True, order=CSE_ORDER)
         self.temporaries = [symbol for symbol, _ in replacements]
         self.temporary_expr = dict(replacements)
-        position = {symbol: k for k, symbol in enumerate(self.temporaries)}
-        self._position = position
+        self.position = {symbol: k for k, symbol in enumerate(self.temporaries)}
         # temporaries each expression uses directly
-        self._uses = {symbol: {s for s in expr.free_symbols if s in position}
+        self._uses = {symbol: {s for s in expr.free_symbols if s in self.position}
                       for symbol, expr in replacements}
         self.reduced = {}
         k = 0
@@ -119,12 +127,14 @@ class StageEmitter:
         self.operation_count = sum(sm.count_ops(expr) for _, expr in replacements) + \
             sum(sm.count_ops(expr) for exprs in self.reduced.values() for expr in exprs)
 
-    def _closure(self, block_names):
+    def closure(self, block_names):
         """Temporaries the given blocks need, directly or through others."""
+        return self._closure([expr for name in block_names for expr in self.reduced[name]])
+
+    def _closure(self, exprs):
         needed = set()
-        for name in block_names:
-            for expr in self.reduced[name]:
-                needed |= {s for s in expr.free_symbols if s in self._position}
+        for expr in exprs:
+            needed |= {s for s in expr.free_symbols if s in self.position}
         stack = list(needed)
         while stack:
             for used in self._uses[stack.pop()]:
@@ -133,127 +143,179 @@ class StageEmitter:
                     stack.append(used)
         return needed
 
-    def zero_tables(self):
-        """C tables of the structural zeros of each sparse matrix block."""
-        lines = []
-        for block in self.blocks.values():
-            zeros = self.structural_zeros(block.name)
-            if zeros and block.name not in self.skip:
-                lines.append(f"static const int zeros_{block.name}[{len(zeros)}] = "
-                             f"{{ {', '.join(map(str, zeros))} }};")
-        return lines
+    def entries(self, block_names):
+        """(block, index, reduced expression) of the structural non-zeros."""
+        return [(name, index, expr) for name in block_names if name not in self.skip
+                for (index, _), expr in zip(self.blocks[name].entries, self.reduced[name])]
+
+    def split(self, entries, limit):
+        """``entries`` in consecutive groups of about ``limit`` statements
+        (entries plus the temporaries first needed there)."""
+        groups, group, size, seen = [], [], 0, set()
+        for entry in entries:
+            new = self._closure([entry[2]]) - seen
+            if group and size + len(new) + 1 > limit:
+                groups.append(group)
+                group, size = [], 0
+            group.append(entry)
+            size += len(new) + 1
+            seen |= new
+        return groups + [group] if group or not groups else groups
 
     def structural_zeros(self, name):
         block = self.blocks[name]
         nonzero = {index for index, _ in block.entries}
         return [k for k in range(block.size) if k not in nonzero]
 
-    def zero_fill(self, stage_names, targets):
-        """Statements writing 0 at the structural zeros of the stages' blocks,
-        for code emitted with ``fill=False`` that then needs the dense arrays."""
-        lines = []
-        for stage in stage_names:
-            for name in self.derivation.stages[stage]:
-                zeros = self.structural_zeros(name)
-                if zeros and name not in self.skip:
-                    lines.append(f"zero_at({targets[name]}, zeros_{name}, {len(zeros)});")
-        return lines
+    def zero_tables(self, stage_names):
+        """(block, positions of its structural zeros) of each sparse block the stages write."""
+        return [(name, self.structural_zeros(name)) for stage in stage_names
+                for name in self.derivation.stages[stage]
+                if name not in self.skip and self.structural_zeros(name)]
 
-    def stages(self, stage_names, targets, shared=True, fill=True):
-        """C statements for each stage, in order.
+    def stage_statements(self, parts):
+        """The statements of each part, as data, when the parts run in this order.
 
-        ``targets`` maps a block name to the C array it is written to. With
-        ``shared`` the stages run in one scope and a temporary computed by an
-        earlier stage is not computed again; otherwise each stage stands alone.
-        Without ``fill`` only the structural non-zeros are written (see
-        :meth:`zero_fill`).
-        """
-        emitted = set()
-        code = []
-        for stage in stage_names:
-            block_names = [b for b in self.derivation.stages[stage] if b not in self.skip]
-            needed = self._closure(block_names)
-            if shared:
-                needed -= emitted
-                emitted |= needed
-            lines = [f"const double {symbol} = {self.printer.doprint(self.temporary_expr[symbol])};"
-                     for symbol in sorted(needed, key=self._position.get)]
-            for name in block_names:
-                block = self.blocks[name]
-                if block.size == 0:
-                    continue
-                target = targets[name]
-                if not block.dense and fill:
-                    lines.append(f"fill_zero({target}, {block.size});")
-                for (index, _), expr in zip(block.entries, self.reduced[name]):
-                    lines.append(f"{target}[{index}] = {self.printer.doprint(expr)};")
-            code.append(lines)
-        return code
+        ``parts`` are (name, entries): a stage, or a part of a large one, with
+        the (block, index, expression) entries it writes (see :meth:`entries`).
+
+        A temporary is computed by the first part that needs it; a later part
+        that uses it loads it from a carried slot of the workspace, which the
+        first part stores. Returns one dict per part (``temporaries``: (name,
+        C expression, carried slot or None); ``stores``: how many are carried;
+        ``entries``: (block, index, C expression)) and the number of carried
+        slots, numbered in order. A carried temporary prints as
+        ``carried[slot]`` in the parts that load it."""
+        defined_in = {}
+        stages = []
+        for k, (stage, entries) in enumerate(parts):
+            exprs = [expr for _, _, expr in entries]
+            new = sorted(self._closure(exprs) - defined_in.keys(), key=self.position.get)
+            direct = set().union(*(self._uses[s] for s in new)) if new else set()
+            for expr in exprs:
+                direct |= {s for s in expr.free_symbols if s in self.position}
+            loads = sorted((s for s in direct if s in defined_in), key=self.position.get)
+            defined_in.update({s: k for s in new})
+            stages.append(dict(name=stage, new=new, loads=loads, entries=entries))
+        carried = sorted({s for stage in stages for s in stage["loads"]},
+                         key=lambda s: (defined_in[s], self.position[s]))
+        slot = {s: i for i, s in enumerate(carried)}
+        names = self.printer.names
+        result = []
+        for stage in stages:
+            # a carried temporary is read where it is used (no long-lived local)
+            names.update({s: f"carried[{slot[s]}]" for s in stage["loads"]})
+            doprint = self.printer.doprint
+            result.append(dict(
+                name=stage["name"],
+                temporaries=[(str(s), doprint(self.temporary_expr[s]), slot.get(s)) for s in stage["new"]],
+                stores=sum(1 for s in stage["new"] if s in slot),
+                entries=[(name, index, doprint(expr)) for name, index, expr in stage["entries"]]))
+            names.update({s: str(s) for s in stage["loads"]})
+        return result, len(carried)
 
 
 def environment():
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir())),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["c_string"] = _c_string
+    env.filters["c_double"] = _c_double
+    return env
 
 
 def _c_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _c_double(value):
+    """An exact constant of the straight-line code, as C."""
+    return f"({value!r})" if value < 0 else repr(value)
+
+
+def emit_wrapper(derivation):
+    """The Cython wrapper alone (it needs only the model's name): the pipeline
+    starts translating it before the model's C is emitted."""
+    d = derivation
+    return environment().get_template("module.pyx.jinja").render(
+        name=d.name, NAME=d.name.upper(), version=__version__)
+
+
+SEPARATE_STAGE_STATEMENTS = 400
+PART_STATEMENTS = 200
+CSE_ORDER = "none"
+
+
 def emit(derivation, progress=None):
     """Generate the C source, header, Cython wrapper and package init."""
     d = derivation
-    sizes = d.sizes
+    sizes = dict(d.sizes)
+    sizes.update(nqi=sizes["nq"] - sizes["nc"], nui=sizes["nu"] - sizes["nv"], nd=sizes["nw"] - sizes["nv"])
+    sizes["nx"] = sizes["nqi"] + sizes["nui"]
     kinematic_identity = d.blocks["M_qq"] == sm.eye(sizes["nq"])
     started = time.perf_counter()
     emitter = StageEmitter(derivation, progress, skip=["M_qq"] if kinematic_identity else [])
     cse_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    workspace = {name: f"w->{name}" for name in d.blocks}
     say = progress or (lambda message: None)
+    stages = procedure(kinematic_identity)
+    # a large stage is evaluated in parts of about PART_STATEMENTS statements,
+    # each a function of its own: compile time grows faster than linearly with
+    # a function's size
+    parts = []
+    for stage in [stage.evaluates for stage in stages if stage.evaluates]:
+        groups = [emitter.entries(d.stages[stage])]
+        if stage != "residuals":
+            groups = emitter.split(groups[0], PART_STATEMENTS)
+        for k, entries in enumerate(groups):
+            parts.append((f"{stage}_{k + 1}" if len(groups) > 1 else stage, stage, entries))
+    statements, carried_by_evaluation = emitter.stage_statements([(name, entries) for name, _, entries in parts])
+    evaluation = {}
+    for (name, stage, _), part in zip(parts, statements):
+        evaluation.setdefault(stage, []).append(part)
     say("straight-line numeric stage for the default partition")
-    numeric = NumericStage(emitter, kinematic_identity)
+    straight = StraightLine(emitter, stages, sizes, first_slot=carried_by_evaluation)
+    # stages larger than this many statements stay separate functions in the
+    # compiled code (noinline): compile time grows faster than linearly with a
+    # function's size; smaller ones the compiler may inline, saving the calls
+    sizes_of = {s["name"]: len(s["temporaries"]) + len(s["entries"]) for s in statements}
+    sizes_of.update({stage: sum(sizes_of[s["name"]] for s in group) for stage, group in evaluation.items()})
+    sizes_of.update({name: len(ops) for name, ops in straight.sections.items()})
+    separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
+    separate.update({part["name"]: True for group in evaluation.values() if len(group) > 1 for part in group})
     context = dict(
+        separate=separate,
         name=d.name,
         NAME=d.name.upper(),
         description=d.description,
         version=__version__,
         sizes=sizes,
-        nqi=sizes["nq"] - sizes["nc"],
-        nui=sizes["nu"] - sizes["nv"],
-        nx=sizes["nq"] - sizes["nc"] + sizes["nu"] - sizes["nv"],
         q_names=d.q_names, u_names=d.u_names, r_names=d.r_names, p_names=d.p_names,
         parameter_values=[repr(float(v)) for v in d.parameter_values],
         dependent_q=d.dependent_q, dependent_u=d.dependent_u,
-        independent_q=numeric.independent_q, independent_u=numeric.independent_u,
-        fast_qd_code=numeric.qd_code, fast_ud_code=numeric.ud_code,
-        fast_rest_code=numeric.rest_code, fast_rates_code=numeric.rates_code,
-        c_string=_c_string,
+        independent_q=straight.index["independent_q"], independent_u=straight.index["independent_u"],
+        statuses=STATUSES,
         operation_count=emitter.operation_count,
         kinematic_identity=kinematic_identity,
-        residual_code=emitter.stages(["residuals"], {"f_c": "f_c", "f_v": "f_v"})[0],
-        check_code=emitter.stages(["residuals"], workspace)[0],
-        configuration_code=emitter.stages(["configuration"], workspace)[0],
-        velocity_code=emitter.stages(["velocity"], workspace)[0],
-        rates_code=emitter.stages(["kinematics", "dynamics"], workspace, fill=False),
-        linearize_code=emitter.stages(["residuals", "kinematics", "dynamics", "jacobians"], workspace,
-                                      fill=False),
-        zero_tables=emitter.zero_tables(),
-        zero_residuals=emitter.zero_fill(["residuals"], workspace),
-        zero_kinematics=emitter.zero_fill(["kinematics"], workspace),
-        zero_dynamics=emitter.zero_fill(["dynamics"], workspace),
-        zero_jacobians=emitter.zero_fill(["jacobians"], workspace),
+        stages={stage.name: stage for stage in stages},
+        evaluation=evaluation,
+        straight_line=straight.sections,
+        factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
+        completion=completion_steps(stages),
+        carried_count=carried_by_evaluation + straight.carried_count,
+        carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
+        zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
+        derivation_stages=d.stages,
     )
     env = environment()
     files = {
         f"{d.name}.h": env.get_template("model.h.jinja").render(context),
         f"{d.name}.c": env.get_template("model.c.jinja").render(context),
-        f"_{d.name}.pyx": env.get_template("module.pyx.jinja").render(context),
+        f"_{d.name}.pyx": emit_wrapper(d),
         "__init__.py": env.get_template("module_init.py.jinja").render(context),
         "Makefile": env.get_template("Makefile.jinja").render(context),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.jinja").render(context),

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .compile import (_temporary_name, cache_key, check_name, compile_package, install_cached,
-                      read_record, resolve_output_dir)
+from .compile import (WrapperTranslation, _temporary_name, cache_key, check_name, compile_package,
+                      install_cached, read_record, resolve_output_dir)
 from .derive import derive
-from .emit import emit, generator_fingerprint
+from .emit import emit, emit_wrapper, generator_fingerprint
 from .errors import ModelError
 from .load import load_package
 from .model import Model
@@ -110,11 +110,17 @@ def build_artifact(model, output_dir=None, force=False, progress=None, builtin=F
     derivation = derive(model, progress)
     timings["derivation"] = time.perf_counter() - started
 
-    sources = emit(derivation, progress)
+    wrapper = WrapperTranslation(derivation.name, emit_wrapper(derivation), output_dir)
+    try:
+        sources = emit(derivation, progress)
+    except BaseException:
+        wrapper.cancel()
+        raise
     timings.update(sources.timings)
 
     artifact = compile_package(sources, output_dir, key, progress, replace=force,
-                               extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint})
+                               extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint},
+                               wrapper=wrapper)
     timings.update(artifact.timings)
     artifact.timings = timings
     return artifact

@@ -33,7 +33,7 @@ class ModelCodePrinter(C99CodePrinter):
         # math_macros={}: never print M_PI, M_SQRT2... (POSIX, not C99); the
         # constants are printed as literals by _print below anyway.
         super().__init__({"contract": False, "math_macros": {}})
-        self._names = names
+        self.names = names   # may change between statements (carried temporaries)
 
     def _print(self, expr, **kwargs):
         # A real irrational constant, however SymPy spells it (sqrt(2) is a
@@ -46,7 +46,7 @@ class ModelCodePrinter(C99CodePrinter):
 
     def _print_Symbol(self, symbol):
         try:
-            return self._names[symbol]
+            return self.names[symbol]
         except KeyError:
             raise KeyError(f"symbol {symbol} has no C name: it is not an input, a parameter "
                            "or a temporary of this model") from None

@@ -77,6 +77,7 @@ import sympy as sm
 from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols, msubs
 
 from . import sympy_adapter as adapter
+from .partition import complement
 
 
 class PlainSymbols:
@@ -191,8 +192,8 @@ class KaneReference:
         """Index arrays (dq, qi, du, ui) of a partition, default the kane's."""
         dq = [self.q.index(s) for s in self.q_dep] if dependent_q is None else list(dependent_q)
         du = [self.u.index(s) for s in self.u_dep] if dependent_u is None else list(dependent_u)
-        qi = [i for i in range(self.nq) if i not in dq]
-        ui = [i for i in range(self.nu) if i not in du]
+        qi = complement(self.nq, dq)
+        ui = complement(self.nu, du)
         return dq, qi, du, ui
 
     def state_names(self, dependent_q=None, dependent_u=None):
@@ -1011,7 +1012,7 @@ def _selection(size, dependent, rank, label, N, max_condition=1e12):
     dependent = list(dependent)
     if len(dependent) != rank or len(set(dependent)) != rank:
         raise ValueError(f"{rank} dependent {label} needed at this point (the rank), got {dependent}")
-    independent = [i for i in range(size) if i not in dependent]
+    independent = complement(size, dependent)
     rows = np.eye(size)[independent]
     if independent and np.linalg.cond(rows @ N) > max_condition:
         raise ValueError(f"the independent {label} {independent} do not parametrize the null space here")

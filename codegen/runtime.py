@@ -18,34 +18,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .errors import (ConstraintViolationError, ConvergenceError, EvaluationError, InputError,
-                     SingularMatrixError)
+from . import errors
+from .errors import EvaluationError, InputError
+from .partition import complement
+from .status import CODES, STATUSES
 
-# status codes of the generated C (see the header)
-OK = 0
-NONFINITE_INPUT = 1
-BAD_PARTITION = 2
-CONFIGURATION_CONSTRAINT = 3
-VELOCITY_CONSTRAINT = 4
-SINGULAR_M_QQ = 5
-SINGULAR_M_UU = 6
-SINGULAR_CONFIGURATION_PARTITION = 7
-SINGULAR_VELOCITY_PARTITION = 8
-NONFINITE_RESULT = 9
-NO_CONVERGENCE = 10
+# status codes of the generated C (the table is codegen/status.py)
+OK = CODES["OK"]
+NONFINITE_INPUT = CODES["NONFINITE_INPUT"]
+CONFIGURATION_CONSTRAINT = CODES["CONFIGURATION_CONSTRAINT"]
+VELOCITY_CONSTRAINT = CODES["VELOCITY_CONSTRAINT"]
+SINGULAR_CONFIGURATION_PARTITION = CODES["SINGULAR_CONFIGURATION_PARTITION"]
+SINGULAR_VELOCITY_PARTITION = CODES["SINGULAR_VELOCITY_PARTITION"]
+NONFINITE_RESULT = CODES["NONFINITE_RESULT"]
+NO_CONVERGENCE = CODES["NO_CONVERGENCE"]
 
-_EXCEPTION = {
-    NONFINITE_INPUT: InputError,
-    BAD_PARTITION: InputError,
-    CONFIGURATION_CONSTRAINT: ConstraintViolationError,
-    VELOCITY_CONSTRAINT: ConstraintViolationError,
-    SINGULAR_M_QQ: SingularMatrixError,
-    SINGULAR_M_UU: SingularMatrixError,
-    SINGULAR_CONFIGURATION_PARTITION: SingularMatrixError,
-    SINGULAR_VELOCITY_PARTITION: SingularMatrixError,
-    NONFINITE_RESULT: EvaluationError,
-    NO_CONVERGENCE: ConvergenceError,
-}
+_EXCEPTION = {s.code: getattr(errors, s.exception) for s in STATUSES if s.exception}
 
 
 # Batches are split across threads (the C kernels run without the GIL and are
@@ -190,8 +178,8 @@ class CompiledModel:
         du = self._partition(dependent_u, self.nu, self.nv, self.u_names, "dependent_u")
         dq = self.dependent_q if dq is None else tuple(dq)
         du = self.dependent_u if du is None else tuple(du)
-        return tuple([n for i, n in enumerate(self.q_names) if i not in dq] +
-                     [n for i, n in enumerate(self.u_names) if i not in du])
+        return tuple([self.q_names[i] for i in complement(self.nq, dq)] +
+                     [self.u_names[i] for i in complement(self.nu, du)])
 
     @property
     def full_state_names(self):
@@ -742,8 +730,8 @@ class CompiledModel:
     def _constraint_map(self, row, dq, du):
         """Phi ((nq + nu) x nx): the change of every coordinate and speed (rows q,
         then u) per change of the independent states, on the constraint manifold."""
-        qi = [i for i in range(self.nq) if i not in dq]
-        ui = [i for i in range(self.nu) if i not in du]
+        qi = complement(self.nq, dq)
+        ui = complement(self.nu, du)
         nqi, nui = len(qi), len(ui)
         Phi = np.zeros((self.nq + self.nu, nqi + nui))
         Phi[qi, np.arange(nqi)] = 1.0

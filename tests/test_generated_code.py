@@ -2,6 +2,7 @@
 the expression printer, batches."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -158,3 +159,42 @@ def test_straight_line_path_agrees_with_general_path(disk):
     general_A, _ = disk.linearize_full(q, u, dependent_q=disk.dependent_q, dependent_u=disk.dependent_u)
     scale = np.abs(general_A).max(axis=(1, 2), keepdims=True)
     np.testing.assert_allclose(fast_A, general_A, rtol=0, atol=1e-12 * scale.max())
+
+
+def test_every_static_pivot_is_checked_before_it_divides(disk_sources):
+    """The straight-line code returns to the general path when a static pivot
+    fails its check, before 1.0 / pivot: no division by zero on the way to the
+    fallback (which traps where floating-point exceptions are enabled)."""
+    lines = disk_sources.files["disk.c"].splitlines()
+    reciprocals = [(k, m.group(1)) for k, line in enumerate(lines)
+                   for m in [re.match(r"\s*const double v\d+ = 1\.0 / (.+);$", line)] if m]
+    assert reciprocals
+    for k, pivot in reciprocals:
+        checks = [line for line in lines[:k] if f"if (!(fabs({pivot}) > SINGULAR_RTOL" in line]
+        assert checks and "return PIVOT_REJECTED;" in checks[-1], pivot
+
+
+def test_status_codes_have_one_source(disk, disk_sources):
+    """codegen/status.py is rendered into the header, the C messages and the
+    Python exceptions."""
+    from codegen import errors, runtime
+    from codegen.status import STATUSES
+    header = disk_sources.files["disk.h"]
+    for status in STATUSES:
+        assert f"#define DISK_{status.macro_suffix} {status.code}\n" in header
+        assert disk._kernel.status_message(status.code) == status.message
+        if status.code:
+            assert runtime._EXCEPTION[status.code] is getattr(errors, status.exception)
+
+
+def test_one_procedure_gives_both_renderings(disk_sources):
+    """Each factorization of codegen/procedure.py appears in the straight-line
+    code (its scale and pivot checks) and in the general path (lu_factor)."""
+    from codegen.procedure import Factor, procedure
+    text = disk_sources.files["disk.c"]
+    factors = [step for stage in procedure(False) for step in stage.steps if isinstance(step, Factor)]
+    assert [f.name for f in factors] == ["qq", "uu", "c", "v"]
+    for factor in factors:
+        assert f"double scale_{factor.name} = " in text
+        assert f"w->pivot_{factor.name}, " in text
+        assert f"DISK_ERR_{factor.status});" in text

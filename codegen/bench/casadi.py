@@ -18,6 +18,8 @@ import time
 
 import sympy as sm
 
+from ..partition import complement
+
 
 def _converter(casadi, mapping):
     """Function sympy expression -> SX, with ``mapping`` for the symbols."""
@@ -112,8 +114,7 @@ def build_function(derivation, name="casadi_lin"):
               for key in ("J_c", "J_vq", "B_v", "A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u")}
 
     dep_q, dep_u = d.dependent_q, d.dependent_u
-    ind_q = [i for i in range(nq) if i not in dep_q]
-    ind_u = [i for i in range(nu) if i not in dep_u]
+    ind_q, ind_u = complement(nq, dep_q), complement(nu, dep_u)
     eye_q, eye_u = casadi.SX.eye(nq), casadi.SX.eye(nu)
     P_qd, P_qi = eye_q[:, dep_q], eye_q[:, ind_q]
     P_ud, P_ui = eye_u[:, dep_u], eye_u[:, ind_u]

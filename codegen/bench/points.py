@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..partition import complement
 from .common import NPOINTS
 
 
@@ -71,8 +72,8 @@ def benchmark_points(module, base, count=NPOINTS, seed=0, spread=0.1, jitter=1e-
     """``count`` consistent points near ``base`` (see the module docstring)."""
     q0, u0, r0, p, t0 = base
     rng = np.random.default_rng(seed)
-    ind_q = [i for i in range(module.nq) if i not in module.dependent_q]
-    ind_u = [i for i in range(module.nu) if i not in module.dependent_u]
+    ind_q = complement(module.nq, module.dependent_q)
+    ind_u = complement(module.nu, module.dependent_u)
     q = np.tile(np.asarray(q0, float), (count, 1))
     u = np.tile(np.asarray(u0, float), (count, 1))
     r = np.tile(np.asarray(r0, float), (count, 1))

@@ -22,11 +22,22 @@
 #define NQI DISK_NQI
 #define NUI DISK_NUI
 #define NX DISK_NX
-/* M_qq = d f_k/d qd is the identity matrix (qd = u form): no solve needed */
-#define M_QQ_IS_IDENTITY 0
+#define ND (NW - NV)   /* dynamic equations: rows of B_u */
 #define SINGULAR_RTOL DISK_SINGULAR_RTOL
 #define PIVOT_TAU DISK_PIVOT_TAU
 #define NONFINITE_RESULT DISK_ERR_NONFINITE_RESULT
+/* internal: a static pivot of the straight-line code failed its check (before
+   anything divided by it); the caller takes the general path */
+#define PIVOT_REJECTED (-1)
+
+/* Each stage of the procedure is a function of its own. A large one is kept
+   out of line: compilers optimize (and compile) several moderate functions much
+   faster than one huge one; small ones the compiler may inline. */
+#if defined(__GNUC__)
+#define STAGE static __attribute__((noinline))
+#else
+#define STAGE static
+#endif
 
 const char *const disk_q_names[NQ + 1] = { "q1", "q2", "q3", "q4", "q5", "q6", 0 };
 const char *const disk_u_names[NU + 1] = { "u1", "u2", "u3", "u4", "u5", "u6", 0 };
@@ -40,8 +51,8 @@ static const int default_independent_u[NUI + 1] = { 0, 1, 2, -1 };
 
 /* Positions of the structural zeros of the sparse blocks. */
 static const int zeros_J_c[4] = { 0, 2, 3, 4 };
-static const int zeros_B_v[12] = { 0, 2, 4, 5, 7, 8, 9, 11, 12, 14, 15, 16 };
 static const int zeros_J_vq[16] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17 };
+static const int zeros_B_v[12] = { 0, 2, 4, 5, 7, 8, 9, 11, 12, 14, 15, 16 };
 static const int zeros_M_qq[29] = { 0, 2, 3, 4, 5, 7, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 22, 23, 24, 25, 26, 27, 29, 30, 31, 32, 33, 34 };
 static const int zeros_M_uu[63] = { 0, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17, 18, 20, 21, 22, 24, 25, 26, 28, 29, 30, 31, 32, 33, 35, 36, 38, 39, 40, 41, 43, 45, 46, 48, 49, 50, 51, 52, 53, 54, 55, 56, 58, 59, 61, 62, 63, 64, 65, 66, 68, 69, 71, 72, 73, 74, 75, 76, 78, 79 };
 static const int zeros_speed_residual[2] = { 1, 4 };
@@ -59,13 +70,19 @@ static void fill_zero(double *a, int count)
     for (i = 0; i < count; ++i) a[i] = 0.0;
 }
 
-/* 1 if no entry is NaN or +-Inf (NaN compares false; Inf exceeds DBL_MAX).
-   Branch-free: one comparison per entry, no chain of dependent additions. */
+/* 1 if no entry is NaN or +-Inf: a[i] * 0.0 is 0 for a finite entry and NaN
+   otherwise, and a NaN stays NaN in a sum. Two independent sums, few
+   instructions an entry: this runs on every input and output of every call. */
 static int all_finite(const double *a, int count)
 {
-    int ok = 1, i;
-    for (i = 0; i < count; ++i) ok &= fabs(a[i]) <= DBL_MAX;
-    return ok;
+    double even = 0.0, odd = 0.0;
+    int i;
+    for (i = 0; i + 1 < count; i += 2) {
+        even += a[i] * 0.0;
+        odd += a[i + 1] * 0.0;
+    }
+    if (i < count) even += a[i] * 0.0;
+    return even + odd == 0.0;
 }
 
 /* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
@@ -104,16 +121,34 @@ static int unless_nonfinite(const double *a, int count, int status)
     return all_finite(a, count) ? status : NONFINITE_RESULT;
 }
 
-/* c (n x m, row stride ldc) += alpha * a (n x k, stride lda) * b (k x m, stride ldb) */
-static void multiply_add(int n, int k, int m, double alpha, const double *a, int lda,
-                         const double *b, int ldb, double *c, int ldc)
+/* dst (rows x cols, row stride ld_dst) = the columns index[0..cols) of src
+   (row stride ld_src), or its first cols columns when index is NULL */
+static void gather(int rows, int cols, const double *src, int ld_src, const int *index, double *dst,
+                   int ld_dst)
+{
+    int i, k;
+    for (i = 0; i < rows; ++i)
+        for (k = 0; k < cols; ++k) dst[i * ld_dst + k] = src[i * ld_src + (index ? index[k] : k)];
+}
+
+static void negate(double *a, int count)
+{
+    int i;
+    for (i = 0; i < count; ++i) a[i] = -a[i];
+}
+
+/* c (rows x cols, row stride ldc) -= a b, with a the columns index[0..inner) of
+   the rows of a (stride lda; the first inner columns when index is NULL) and b
+   (inner x cols, stride ldb). Zero factors are skipped: the blocks are sparse. */
+static void subtract_product(int rows, int inner, int cols, const double *a, int lda, const int *index,
+                             const double *b, int ldb, double *c, int ldc)
 {
     int i, j, l;
-    for (i = 0; i < n; ++i) {
-        for (l = 0; l < k; ++l) {
-            const double factor = alpha * a[i * lda + l];
+    for (i = 0; i < rows; ++i) {
+        for (l = 0; l < inner; ++l) {
+            const double factor = a[i * lda + (index ? index[l] : l)];
             if (factor == 0.0) continue;
-            for (j = 0; j < m; ++j) c[i * ldc + j] += factor * b[l * ldb + j];
+            for (j = 0; j < cols; ++j) c[i * ldc + j] -= factor * b[l * ldb + j];
         }
     }
 }
@@ -231,156 +266,30 @@ static int check_inputs(double t, const double *q, const double *u, const double
     return DISK_OK;
 }
 
-/* qd* from M_qq qd = -kinematic_residual; M_qq is left factorized. */
-static int solve_qd(disk_workspace *w)
+/* The checks every entry point with a workspace makes; NULL r and p become
+   zero inputs and the default parameters. */
+static int prepare(double t, const double *q, const double *u, const double **r, const double **p,
+                   disk_workspace *w)
 {
-    int i;
-    for (i = 0; i < NQ; ++i) w->qd[i] = -w->kinematic_residual[i];
-#if !M_QQ_IS_IDENTITY
-    if (lu_factor(NQ, w->M_qq, w->pivot_q, 0.0))
-        return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
-    lu_solve(NQ, w->M_qq, w->pivot_q, w->qd, 1);
-#endif
-    return all_finite(w->qd, NQ) ? DISK_OK : DISK_ERR_NONFINITE_RESULT;
-}
-
-/* ud* from [M_uuc; M_uud] ud = -speed_residual (with multipliers: [ud*; lambda*],
-   NW unknowns); M_uu is left factorized. */
-static int solve_ud(disk_workspace *w)
-{
-    int i;
-    if (lu_factor(NW, w->M_uu, w->pivot_u, 0.0))
-        return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
-    for (i = 0; i < NW; ++i) w->ud[i] = -w->speed_residual[i];
-    lu_solve(NW, w->M_uu, w->pivot_u, w->ud, 1);
-    return all_finite(w->ud, NW) ? DISK_OK : DISK_ERR_NONFINITE_RESULT;
-}
-
-/* ---- the linearization, given every block at the operating point ---------- */
-/*
- * C_0, C_1 and C_2 of the chapter are never formed: with the partition they are
- *     C_0 = P_qi - P_qd K_c,   K_c = (J_c P_qd)^-1 J_c P_qi
- *     C_1 = -P_ud K_q,         K_q = (B_v P_ud)^-1 J_vq
- *     C_2 = P_ui - P_ud K_u,   K_u = (B_v P_ud)^-1 B_v P_ui
- * so a product with them is a column selection plus a product with the small
- * K matrices (K_v = [K_q, K_u] in the workspace). This costs a fraction of the
- * dense products and computes the same sums.
- */
-
-/* K_c; fails if J_c P_qd is singular */
-static int form_K_c(disk_workspace *w)
-{
-    int i, k;
-    for (i = 0; i < NC; ++i) {
-        for (k = 0; k < NC; ++k) w->Jc_dependent[i * NC + k] = w->J_c[i * NQ + w->dependent_q[k]];
-        for (k = 0; k < NQI; ++k) w->K_c[i * NQI + k] = w->J_c[i * NQ + w->independent_q[k]];
+    int status;
+    if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
+    status = check_inputs(t, q, u, *r, *p);
+    if (status != DISK_OK) return status;
+    if (!*p) *p = disk_default_parameters;
+    if (!*r) {
+        fill_zero(w->r_zero, NR + 1);
+        *r = w->r_zero;
     }
-    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
-        return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
-    lu_solve(NC, w->Jc_dependent, w->pivot_c, w->K_c, NQI);
     return DISK_OK;
 }
 
-/* K_v = [K_q, K_u] (NV x (NQ + NUI)); fails if B_v P_ud is singular */
-static int form_K_v(disk_workspace *w)
+/* |f_c|_inf and |f_v|_inf within tol (tol < 0: not checked) */
+static int check_constraints(const disk_workspace *w, double tol)
 {
-    const int width = NQ + NUI;
-    int i, k;
-    for (i = 0; i < NV; ++i) {
-        for (k = 0; k < NV; ++k) w->Bv_dependent[i * NV + k] = w->B_v[i * NU + w->dependent_u[k]];
-        for (k = 0; k < NQ; ++k) w->K_v[i * width + k] = w->J_vq[i * NQ + k];
-        for (k = 0; k < NUI; ++k) w->K_v[i * width + NQ + k] = w->B_v[i * NU + w->independent_u[k]];
-    }
-    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
-        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
-    lu_solve(NV, w->Bv_dependent, w->pivot_v, w->K_v, width);
-    return DISK_OK;
-}
-
-/* T = A_xq + A_xu C_1 = A_xq - A_xu P_ud K_q (rows x NQ) */
-static void plus_times_C_1(int rows, const double *A_xq, const double *A_xu, double *T,
-                           const disk_workspace *w)
-{
-    const int width = NQ + NUI;
-    int i, j, a;
-    for (i = 0; i < rows * NQ; ++i) T[i] = A_xq[i];
-    for (i = 0; i < rows; ++i) {
-        for (a = 0; a < NV; ++a) {
-            const double factor = A_xu[i * NU + w->dependent_u[a]];
-            if (factor == 0.0) continue;
-            for (j = 0; j < NQ; ++j) T[i * NQ + j] -= factor * w->K_v[a * width + j];
-        }
-    }
-}
-
-/* out (rows x NQI, row stride NX) = T C_0 = T P_qi - T P_qd K_c */
-static void times_C_0(int rows, const double *T, double *out, const disk_workspace *w)
-{
-    int i, k, a;
-    for (i = 0; i < rows; ++i) {
-        for (k = 0; k < NQI; ++k) out[i * NX + k] = T[i * NQ + w->independent_q[k]];
-        for (a = 0; a < NC; ++a) {
-            const double factor = T[i * NQ + w->dependent_q[a]];
-            if (factor == 0.0) continue;
-            for (k = 0; k < NQI; ++k) out[i * NX + k] -= factor * w->K_c[a * NQI + k];
-        }
-    }
-}
-
-/* out (rows x NUI, row stride NX) = A_xu C_2 = A_xu P_ui - A_xu P_ud K_u */
-static void times_C_2(int rows, const double *A_xu, double *out, const disk_workspace *w)
-{
-    const int width = NQ + NUI;
-    int i, k, a;
-    for (i = 0; i < rows; ++i) {
-        for (k = 0; k < NUI; ++k) out[i * NX + k] = A_xu[i * NU + w->independent_u[k]];
-        for (a = 0; a < NV; ++a) {
-            const double factor = A_xu[i * NU + w->dependent_u[a]];
-            if (factor == 0.0) continue;
-            for (k = 0; k < NUI; ++k) out[i * NX + k] -= factor * w->K_v[a * width + NQ + k];
-        }
-    }
-}
-
-/* A' = M^-1 A~ and B' = M^-1 B~ with M = [M_qq 0; M_uq M_uu] block lower
-   triangular (M_qq and M_uu already factorized), written to w->A_full, w->B_full:
-       A~ = [(A_qq + A_qu C_1) C_0, A_qu C_2; (A_uq + A_uu C_1) C_0, A_uu C_2]
-       B~ = [0; 0; B_u] */
-static int solve_linear_system(disk_workspace *w)
-{
-    double *A_q = w->A_full;               /* rows of the coordinates */
-    double *A_u = w->A_full + NQ * NX;     /* rows of the speeds */
-    int status = form_K_c(w);
-    if (status != DISK_OK) return status;
-    status = form_K_v(w);
-    if (status != DISK_OK) return status;
-
-    plus_times_C_1(NQ, w->A_qq, w->A_qu, w->T_q, w);
-    plus_times_C_1(NW, w->A_uq, w->A_uu, w->T_u, w);
-    times_C_0(NQ, w->T_q, A_q, w);
-    times_C_2(NQ, w->A_qu, A_q + NQI, w);
-    times_C_0(NW, w->T_u, A_u, w);
-    times_C_2(NW, w->A_uu, A_u + NQI, w);
-
-    /* block forward substitution */
-#if M_QQ_IS_IDENTITY
-    (void)A_q;
-#else
-    lu_solve(NQ, w->M_qq, w->pivot_q, A_q, NX);
-#endif
-    multiply_add(NW, NQ, NX, -1.0, w->M_uq, NQ, A_q, NX, A_u, NX);
-    lu_solve(NW, w->M_uu, w->pivot_u, A_u, NX);
-
-    /* the coordinate rows of B' vanish */
-    fill_zero(w->B_full, (NQ + NW) * NR);
-    {
-        int i;
-        for (i = 0; i < (NW - NV) * NR; ++i) w->B_full[(NQ + NV) * NR + i] = w->B_u[i];
-    }
-    lu_solve(NW, w->M_uu, w->pivot_u, w->B_full + NQ * NR, NR);
-
-    if (!all_finite(w->A_full, (NQ + NU) * NX) || !all_finite(w->B_full, (NQ + NU) * NR))
-        return DISK_ERR_NONFINITE_RESULT;
+    if (tol >= 0.0 && exceeds(w->f_c, NC, tol))
+        return unless_nonfinite(w->f_c, NC, DISK_ERR_CONFIGURATION_CONSTRAINT);
+    if (tol >= 0.0 && exceeds(w->f_v, NV, tol))
+        return unless_nonfinite(w->f_v, NV, DISK_ERR_VELOCITY_CONSTRAINT);
     return DISK_OK;
 }
 
@@ -406,1041 +315,1001 @@ static void copy_outputs(const disk_workspace *w, double *A, double *B, double *
     if (B_full) for (i = 0; i < (NQ + NU) * NR; ++i) B_full[i] = w->B_full[i];
 }
 
-static void copy_rates(const disk_workspace *w, double *qdot, double *udot)
+/* the rows of the independent states (width entries each, the default
+   partition's order) into their places among all rows */
+static void place_state_rows(const double *reduced, int width, double *full)
+{
+    int i, j;
+    for (i = 0; i < NQI; ++i)
+        for (j = 0; j < width; ++j) full[default_independent_q[i] * width + j] = reduced[i * width + j];
+    for (i = 0; i < NUI; ++i)
+        for (j = 0; j < width; ++j)
+            full[(NQ + default_independent_u[i]) * width + j] = reduced[(NQI + i) * width + j];
+}
+
+static void copy_rates(const disk_workspace *w, double *qd, double *ud)
 {
     int i;
-    if (qdot) for (i = 0; i < NQ; ++i) qdot[i] = w->qd[i];
-    if (udot) for (i = 0; i < NU; ++i) udot[i] = w->ud[i];
+    if (qd) for (i = 0; i < NQ; ++i) qd[i] = w->qd[i];
+    if (ud) for (i = 0; i < NU; ++i) ud[i] = w->ud[i];
+}
+
+/* ---- the stages of a call (codegen/procedure.py) ---------------------------- */
+/*
+ * A stage evaluates its symbolic blocks (only their structural non-zeros), then
+ * runs its numeric steps. A common subexpression is computed by the first stage
+ * that needs it and carried in w->carried to later ones. Numeric steps run as
+ * straight-line code with static pivots for the default partition, and as loops
+ * with partial pivoting (the general path) for any partition or when a static
+ * pivot fails its check.
+ */
+
+/* the constraint residuals f_c, f_v */
+static void evaluate_residuals(double t, const double *q, const double *u, const double *p,
+                              double *f_c, double *f_v, double *carried)
+{
+    (void)t; (void)q; (void)u; (void)p; (void)f_c; (void)f_v; (void)carried;
+    const double x0 = cos(q[1]);
+    carried[0] = x0;
+    const double x1 = p[1]*x0;
+    carried[1] = x1;
+    const double x2 = cos(q[2]);
+    carried[2] = x2;
+    const double x3 = p[1]*x2;
+    carried[3] = x3;
+    const double x4 = u[1]*x3;
+    carried[4] = x4;
+    const double x5 = p[1]*u[0];
+    carried[5] = x5;
+    const double x6 = sin(q[2]);
+    carried[6] = x6;
+    const double x7 = p[1]*x6;
+    carried[7] = x7;
+    const double x8 = u[1]*x7;
+    carried[8] = x8;
+    f_c[0] = q[5] + x1;
+    f_v[0] = u[3] + x4;
+    f_v[1] = u[4] - x5;
+    f_v[2] = u[5] + x8;
+}
+
+/* J_c, J_vq, B_v */
+static void evaluate_constraint_jacobians(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    const double *qd = w->qd, *ud = w->ud;
+    double *carried = w->carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    const double x9 = sin(q[1]);
+    carried[9] = x9;
+    const double x10 = p[1]*x9;
+    carried[10] = x10;
+    const double x11 = -p[1];
+    carried[11] = x11;
+    const double x12 = -carried[8];
+    carried[12] = x12;
+    w->J_c[1] = -x10;
+    w->J_c[5] = 1;
+    w->J_vq[2] = x12;
+    w->J_vq[14] = carried[4];
+    w->B_v[1] = carried[3];
+    w->B_v[3] = 1;
+    w->B_v[6] = x11;
+    w->B_v[10] = 1;
+    w->B_v[13] = carried[7];
+    w->B_v[17] = 1;
+}
+
+/* M_qq, kinematic_residual */
+static void evaluate_kinematics(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    const double *qd = w->qd, *ud = w->ud;
+    double *carried = w->carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    const double x13 = cos(q[0]);
+    carried[13] = x13;
+    const double x14 = p[1]*x13;
+    carried[14] = x14;
+    const double x15 = sin(q[0]);
+    carried[15] = x15;
+    const double x16 = u[0]*carried[1];
+    carried[16] = x16;
+    const double x17 = u[1]*x14 + x15*x16;
+    carried[17] = x17;
+    const double x18 = p[1]*u[1]*x15 - x13*x16;
+    carried[18] = x18;
+    const double x19 = carried[5]*carried[9];
+    carried[19] = x19;
+    w->M_qq[1] = 1;
+    w->M_qq[6] = carried[9];
+    w->M_qq[8] = 1;
+    w->M_qq[12] = carried[0];
+    w->M_qq[21] = 1;
+    w->M_qq[28] = 1;
+    w->M_qq[35] = 1;
+    w->kinematic_residual[0] = -u[0];
+    w->kinematic_residual[1] = -u[1];
+    w->kinematic_residual[2] = -u[2];
+    w->kinematic_residual[3] = x17;
+    w->kinematic_residual[4] = x18;
+    w->kinematic_residual[5] = -x19;
+}
+
+/* M_uu, speed_residual */
+static void evaluate_dynamics(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    const double *qd = w->qd, *ud = w->ud;
+    double *carried = w->carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    const double x20 = (p[1]*p[1]);
+    carried[20] = x20;
+    const double x21 = p[0]*x20;
+    const double x22 = (1.0/4.0)*x21;
+    carried[21] = x22;
+    const double x23 = -(carried[2]*carried[2])*x22 - x22*(carried[6]*carried[6]);
+    const double x24 = -p[0];
+    const double x25 = qd[2]*carried[8];
+    carried[22] = x25;
+    const double x26 = qd[2]*carried[4];
+    carried[23] = x26;
+    const double x27 = u[0]*u[2];
+    carried[24] = x27;
+    const double x28 = (1.0/carried[0]);
+    carried[25] = x28;
+    const double x29 = x28*carried[9];
+    carried[26] = x29;
+    const double x30 = u[0]*u[1] - x27*x29;
+    const double x31 = (u[2]*u[2]);
+    carried[27] = x31;
+    const double x32 = -u[1]*u[2] + x28*x31*carried[9];
+    const double x33 = carried[2]*x30 + x32*carried[6];
+    carried[28] = x33;
+    const double x34 = u[0]*carried[2];
+    carried[29] = x34;
+    const double x35 = -u[2]*carried[6] + x34;
+    carried[30] = x35;
+    const double x36 = p[0]*u[1];
+    carried[31] = x36;
+    const double x37 = (1.0/4.0)*x20;
+    carried[32] = x37;
+    const double x38 = x36*x37;
+    carried[33] = x38;
+    const double x39 = x35*x38;
+    carried[34] = x39;
+    const double x40 = x22*x33 + x39;
+    const double x41 = carried[2]*x32 - x30*carried[6];
+    carried[35] = x41;
+    const double x42 = u[0]*carried[6];
+    carried[36] = x42;
+    const double x43 = u[2]*carried[2] + x42;
+    carried[37] = x43;
+    const double x44 = (1.0/4.0)*p[0]*x20*x41 - x38*x43;
+    const double x45 = carried[2]*x44 + x40*carried[6];
+    carried[38] = x45;
+    const double x46 = x44*carried[6];
+    carried[39] = x46;
+    const double x47 = carried[2]*x40;
+    carried[40] = x47;
+    const double x48 = p[0]*p[2];
+    const double x49 = carried[0]*x48;
+    carried[41] = x49;
+    const double x50 = x49*carried[6];
+    carried[42] = x50;
+    const double x51 = x48*carried[9];
+    carried[43] = x51;
+    const double x52 = carried[2]*x49;
+    carried[44] = x52;
+    w->M_uu[1] = carried[3];
+    w->M_uu[3] = 1;
+    w->M_uu[9] = carried[11];
+    w->M_uu[13] = 1;
+    w->M_uu[19] = carried[7];
+    w->M_uu[23] = 1;
+    w->M_uu[27] = x23;
+    w->M_uu[34] = carried[11];
+    w->M_uu[37] = -1.0/2.0*x21;
+    w->M_uu[42] = carried[3];
+    w->M_uu[44] = carried[7];
+    w->M_uu[47] = x23;
+    w->M_uu[57] = x24;
+    w->M_uu[60] = 1;
+    w->M_uu[67] = x24;
+    w->M_uu[70] = 1;
+    w->M_uu[77] = x24;
+    w->M_uu[80] = 1;
+    w->speed_residual[0] = -x25;
+    w->speed_residual[2] = x26;
+    w->speed_residual[3] = -x45;
+    w->speed_residual[5] = x46 - x47;
+    w->speed_residual[6] = -p[0]*(u[1]*u[5] - u[4]*x43) - x50;
+    w->speed_residual[7] = -p[0]*(u[3]*x43 - u[5]*x35) + x51;
+    w->speed_residual[8] = -p[0]*(-u[1]*u[3] + u[4]*x35) + x52;
+}
+
+/* A_qq, A_qu, M_uq, A_uq, A_uu */
+static void evaluate_jacobians(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    const double *qd = w->qd, *ud = w->ud;
+    double *carried = w->carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    const double x53 = (carried[9]*carried[9])/(carried[0]*carried[0]);
+    const double x54 = carried[27]*x53 + carried[27];
+    const double x55 = -carried[24]*x53 - carried[24];
+    const double x56 = carried[21]*(carried[2]*x54 - x55*carried[6]);
+    const double x57 = carried[21]*(carried[2]*x55 + x54*carried[6]);
+    const double x58 = -carried[37];
+    const double x59 = p[0]*x58;
+    const double x60 = carried[32]*x59;
+    const double x61 = u[1]*x60 + carried[21]*carried[35];
+    const double x62 = -1.0/4.0*p[0]*carried[20]*carried[28] - carried[34];
+    const double x63 = carried[33]*carried[6];
+    const double x64 = carried[21]*(u[1] - u[2]*carried[26]);
+    const double x65 = -carried[6]*x64 - x63;
+    const double x66 = carried[2]*carried[33];
+    const double x67 = carried[2]*x64 + x66;
+    const double x68 = p[0]*carried[37];
+    const double x69 = -carried[32]*x68 + x60;
+    const double x70 = p[0]*carried[30];
+    const double x71 = (1.0/2.0)*carried[20]*x70;
+    const double x72 = -u[1] + 2*u[2]*carried[25]*carried[9];
+    const double x73 = (1.0/4.0)*p[0]*carried[20]*(carried[2]*x72 + carried[26]*carried[36]) - x66;
+    const double x74 = (1.0/4.0)*p[0]*carried[20]*(-carried[26]*carried[29] + carried[6]*x72) - x63;
+    const double x75 = p[0]*u[4];
+    const double x76 = -carried[6]*x75;
+    const double x77 = carried[2]*x75;
+    w->A_qq[7] = -qd[0]*carried[0];
+    w->A_qq[13] = qd[0]*carried[9];
+    w->A_qq[18] = carried[18];
+    w->A_qq[19] = carried[15]*carried[19];
+    w->A_qq[24] = -carried[17];
+    w->A_qq[25] = -carried[13]*carried[19];
+    w->A_qq[31] = carried[16];
+    w->A_qu[0] = 1;
+    w->A_qu[7] = 1;
+    w->A_qu[14] = 1;
+    w->A_qu[18] = -carried[1]*carried[15];
+    w->A_qu[19] = -carried[14];
+    w->A_qu[24] = carried[1]*carried[13];
+    w->A_qu[25] = -p[1]*carried[15];
+    w->A_qu[30] = carried[10];
+    w->M_uq[2] = carried[12];
+    w->M_uq[14] = carried[4];
+    w->A_uq[2] = ud[1]*carried[7] + carried[23];
+    w->A_uq[14] = -ud[1]*carried[3] + carried[22];
+    w->A_uq[19] = carried[2]*x56 + x57*carried[6];
+    w->A_uq[20] = carried[2]*x62 - carried[39] + carried[40] + carried[6]*x61;
+    w->A_uq[26] = ud[6]*carried[7] - ud[8]*carried[3];
+    w->A_uq[31] = carried[2]*x57 - x56*carried[6];
+    w->A_uq[32] = carried[2]*x61 - carried[38] - carried[6]*x62;
+    w->A_uq[37] = -carried[43]*carried[6];
+    w->A_uq[38] = -p[0]*u[4]*carried[30] + carried[44];
+    w->A_uq[43] = -carried[41];
+    w->A_uq[44] = p[0]*(u[3]*carried[30] - u[5]*x58);
+    w->A_uq[49] = carried[2]*carried[43];
+    w->A_uq[50] = u[4]*x59 + carried[42];
+    w->A_uu[1] = qd[2]*carried[7];
+    w->A_uu[13] = -qd[2]*carried[3];
+    w->A_uu[18] = carried[2]*x65 + carried[6]*x67;
+    w->A_uu[19] = carried[2]*x69 + carried[6]*x71;
+    w->A_uu[20] = carried[2]*x73 + carried[6]*x74;
+    w->A_uu[30] = carried[2]*x67 - carried[6]*x65;
+    w->A_uu[31] = carried[2]*x71 - carried[6]*x69;
+    w->A_uu[32] = carried[2]*x74 - carried[6]*x73;
+    w->A_uu[36] = x76;
+    w->A_uu[37] = p[0]*u[5];
+    w->A_uu[38] = -x77;
+    w->A_uu[40] = x59;
+    w->A_uu[41] = carried[31];
+    w->A_uu[42] = p[0]*(u[3]*carried[6] - u[5]*carried[2]);
+    w->A_uu[44] = p[0]*(u[3]*carried[2] + u[5]*carried[6]);
+    w->A_uu[45] = x68;
+    w->A_uu[47] = -p[0]*carried[30];
+    w->A_uu[48] = x77;
+    w->A_uu[49] = -p[0]*u[3];
+    w->A_uu[50] = x76;
+    w->A_uu[51] = -carried[31];
+    w->A_uu[52] = x70;
+}
+
+/* qd*: straight-line code with the static pivots */
+static int straight_line_kinematic_rates(disk_workspace *w)
+{
+    double scale_qq = 0.0;
+    if (fabs(w->M_qq[12]) > scale_qq) scale_qq = fabs(w->M_qq[12]);
+    if (fabs(w->M_qq[1]) > scale_qq) scale_qq = fabs(w->M_qq[1]);
+    if (fabs(w->M_qq[6]) > scale_qq) scale_qq = fabs(w->M_qq[6]);
+    if (fabs(w->M_qq[8]) > scale_qq) scale_qq = fabs(w->M_qq[8]);
+    if (fabs(w->M_qq[21]) > scale_qq) scale_qq = fabs(w->M_qq[21]);
+    if (fabs(w->M_qq[28]) > scale_qq) scale_qq = fabs(w->M_qq[28]);
+    if (fabs(w->M_qq[35]) > scale_qq) scale_qq = fabs(w->M_qq[35]);
+    if (!(fabs(w->M_qq[12]) > SINGULAR_RTOL * scale_qq && fabs(w->M_qq[12]) >= PIVOT_TAU * fabs(w->M_qq[6]))) return PIVOT_REJECTED;
+    const double v0 = 1.0 / w->M_qq[12];
+    w->carried[45] = v0;
+    const double v1 = w->M_qq[6] * v0;
+    w->carried[46] = v1;
+    if (!(fabs(w->M_qq[1]) > SINGULAR_RTOL * scale_qq)) return PIVOT_REJECTED;
+    const double v2 = 1.0 / w->M_qq[1];
+    w->carried[47] = v2;
+    if (!(fabs(w->M_qq[8]) > SINGULAR_RTOL * scale_qq)) return PIVOT_REJECTED;
+    const double v3 = 1.0 / w->M_qq[8];
+    w->carried[48] = v3;
+    if (!(fabs(w->M_qq[21]) > SINGULAR_RTOL * scale_qq)) return PIVOT_REJECTED;
+    const double v4 = 1.0 / w->M_qq[21];
+    w->carried[49] = v4;
+    if (!(fabs(w->M_qq[28]) > SINGULAR_RTOL * scale_qq)) return PIVOT_REJECTED;
+    const double v5 = 1.0 / w->M_qq[28];
+    w->carried[50] = v5;
+    if (!(fabs(w->M_qq[35]) > SINGULAR_RTOL * scale_qq)) return PIVOT_REJECTED;
+    const double v6 = 1.0 / w->M_qq[35];
+    w->carried[51] = v6;
+    const double v7 = -w->kinematic_residual[0];
+    const double v8 = -w->kinematic_residual[1];
+    const double v9 = -w->kinematic_residual[2];
+    const double v10 = -w->kinematic_residual[3];
+    const double v11 = -w->kinematic_residual[4];
+    const double v12 = -w->kinematic_residual[5];
+    const double v13 = v8 - v1 * v9;
+    const double v14 = v12 * v6;
+    w->qd[5] = v14;
+    const double v15 = v11 * v5;
+    w->qd[4] = v15;
+    const double v16 = v10 * v4;
+    w->qd[3] = v16;
+    const double v17 = v13 * v3;
+    w->qd[2] = v17;
+    const double v18 = v7 * v2;
+    w->qd[1] = v18;
+    const double v19 = v9 * v0;
+    w->qd[0] = v19;
+    if (!all_finite(w->qd, 6)) return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* qd*: the general path */
+static int general_kinematic_rates(disk_workspace *w)
+{
+    zero_at(w->M_qq, zeros_M_qq, 29);
+    /* M_qq */
+    if (lu_factor(NQ, w->M_qq, w->pivot_qq, 0.0))
+        return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
+    /* qd* = -M_qq^-1 f_k */
+    gather(NQ, 1, w->kinematic_residual, 1, 0, w->qd, 1);
+    negate(w->qd, NQ * 1);
+    lu_solve(NQ, w->M_qq, w->pivot_qq, w->qd, 1);
+    if (!all_finite(w->qd, NQ * 1))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+static int kinematic_rates(disk_workspace *w)
+{
+    int status = straight_line_kinematic_rates(w);
+    w->straight_line_kinematic_rates = status != PIVOT_REJECTED;
+    if (status == PIVOT_REJECTED) status = general_kinematic_rates(w);
+    return status;
+}
+
+/* ud* (and the multipliers): straight-line code with the static pivots */
+static int straight_line_dynamic_rates(disk_workspace *w)
+{
+    double scale_uu = 0.0;
+    if (fabs(w->M_uu[9]) > scale_uu) scale_uu = fabs(w->M_uu[9]);
+    if (fabs(w->M_uu[13]) > scale_uu) scale_uu = fabs(w->M_uu[13]);
+    if (fabs(w->M_uu[1]) > scale_uu) scale_uu = fabs(w->M_uu[1]);
+    if (fabs(w->M_uu[3]) > scale_uu) scale_uu = fabs(w->M_uu[3]);
+    if (fabs(w->M_uu[47]) > scale_uu) scale_uu = fabs(w->M_uu[47]);
+    if (fabs(w->M_uu[57]) > scale_uu) scale_uu = fabs(w->M_uu[57]);
+    if (fabs(w->M_uu[60]) > scale_uu) scale_uu = fabs(w->M_uu[60]);
+    if (fabs(w->M_uu[67]) > scale_uu) scale_uu = fabs(w->M_uu[67]);
+    if (fabs(w->M_uu[70]) > scale_uu) scale_uu = fabs(w->M_uu[70]);
+    if (fabs(w->M_uu[19]) > scale_uu) scale_uu = fabs(w->M_uu[19]);
+    if (fabs(w->M_uu[23]) > scale_uu) scale_uu = fabs(w->M_uu[23]);
+    if (fabs(w->M_uu[37]) > scale_uu) scale_uu = fabs(w->M_uu[37]);
+    if (fabs(w->M_uu[42]) > scale_uu) scale_uu = fabs(w->M_uu[42]);
+    if (fabs(w->M_uu[44]) > scale_uu) scale_uu = fabs(w->M_uu[44]);
+    if (fabs(w->M_uu[27]) > scale_uu) scale_uu = fabs(w->M_uu[27]);
+    if (fabs(w->M_uu[34]) > scale_uu) scale_uu = fabs(w->M_uu[34]);
+    if (fabs(w->M_uu[77]) > scale_uu) scale_uu = fabs(w->M_uu[77]);
+    if (fabs(w->M_uu[80]) > scale_uu) scale_uu = fabs(w->M_uu[80]);
+    if (!(fabs(w->M_uu[9]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[9]) >= PIVOT_TAU * fabs(w->M_uu[27]))) return PIVOT_REJECTED;
+    const double v20 = 1.0 / w->M_uu[9];
+    w->carried[52] = v20;
+    const double v21 = w->M_uu[27] * v20;
+    const double v22 = v21 * w->M_uu[13];
+    const double v23 = -v22;
+    if (!(fabs(w->M_uu[1]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[19]) && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[37]))) return PIVOT_REJECTED;
+    const double v24 = 1.0 / w->M_uu[1];
+    w->carried[53] = v24;
+    const double v25 = w->M_uu[19] * v24;
+    w->carried[54] = v25;
+    const double v26 = v25 * w->M_uu[3];
+    const double v27 = -v26;
+    const double v28 = w->M_uu[37] * v24;
+    w->carried[55] = v28;
+    const double v29 = v28 * w->M_uu[3];
+    const double v30 = -v29;
+    if (!(fabs(w->M_uu[47]) > SINGULAR_RTOL * scale_uu)) return PIVOT_REJECTED;
+    const double v31 = 1.0 / w->M_uu[47];
+    w->carried[56] = v31;
+    if (!(fabs(w->M_uu[57]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[57]) >= PIVOT_TAU * fabs(v27) && fabs(w->M_uu[57]) >= PIVOT_TAU * fabs(v30))) return PIVOT_REJECTED;
+    const double v32 = 1.0 / w->M_uu[57];
+    w->carried[57] = v32;
+    const double v33 = v27 * v32;
+    w->carried[58] = v33;
+    const double v34 = v33 * w->M_uu[60];
+    const double v35 = -v34;
+    w->carried[59] = v35;
+    const double v36 = v30 * v32;
+    w->carried[60] = v36;
+    const double v37 = w->M_uu[42] - v36 * w->M_uu[60];
+    if (!(fabs(w->M_uu[67]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[67]) >= PIVOT_TAU * fabs(v23))) return PIVOT_REJECTED;
+    const double v38 = 1.0 / w->M_uu[67];
+    w->carried[61] = v38;
+    const double v39 = v23 * v38;
+    w->carried[62] = v39;
+    const double v40 = w->M_uu[34] - v39 * w->M_uu[70];
+    if (!(fabs(w->M_uu[23]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[23]) >= PIVOT_TAU * fabs(w->M_uu[77]))) return PIVOT_REJECTED;
+    const double v41 = 1.0 / w->M_uu[23];
+    w->carried[63] = v41;
+    const double v42 = w->M_uu[77] * v41;
+    w->carried[64] = v42;
+    const double v43 = v42 * v35;
+    const double v44 = -v43;
+    if (!(fabs(v37) > SINGULAR_RTOL * scale_uu && fabs(v37) >= PIVOT_TAU * fabs(v44))) return PIVOT_REJECTED;
+    const double v45 = 1.0 / v37;
+    w->carried[65] = v45;
+    const double v46 = v44 * v45;
+    w->carried[66] = v46;
+    const double v47 = w->M_uu[80] - v46 * w->M_uu[44];
+    if (!(fabs(v40) > SINGULAR_RTOL * scale_uu)) return PIVOT_REJECTED;
+    const double v48 = 1.0 / v40;
+    w->carried[67] = v48;
+    if (!(fabs(v47) > SINGULAR_RTOL * scale_uu)) return PIVOT_REJECTED;
+    const double v49 = 1.0 / v47;
+    w->carried[68] = v49;
+    const double v50 = -w->speed_residual[0];
+    const double v51 = -w->speed_residual[2];
+    const double v52 = -w->speed_residual[3];
+    const double v53 = -w->speed_residual[5];
+    const double v54 = -w->speed_residual[6];
+    const double v55 = -w->speed_residual[7];
+    const double v56 = -w->speed_residual[8];
+    const double v57 = v51 - v25 * v50;
+    const double v58 = v57 - v33 * v54;
+    const double v59 = v28 * v50;
+    const double v60 = -v59;
+    const double v61 = v60 - v36 * v54;
+    const double v62 = v52 - v39 * v55;
+    const double v63 = v56 - v42 * v58;
+    const double v64 = v63 - v46 * v61;
+    const double v65 = v64 * v49;
+    w->ud[8] = v65;
+    const double v66 = v62 * v48;
+    w->ud[7] = v66;
+    const double v67 = v61 - w->M_uu[44] * v65;
+    const double v68 = v67 * v45;
+    w->ud[6] = v68;
+    const double v69 = v58 - v35 * v68;
+    const double v70 = v69 * v41;
+    w->ud[5] = v70;
+    const double v71 = v55 - w->M_uu[70] * v66;
+    const double v72 = v71 * v38;
+    w->ud[4] = v72;
+    const double v73 = v54 - w->M_uu[60] * v68;
+    const double v74 = v73 * v32;
+    w->ud[3] = v74;
+    const double v75 = v53 * v31;
+    w->ud[2] = v75;
+    const double v76 = v50 - w->M_uu[3] * v74;
+    const double v77 = v76 * v24;
+    w->ud[1] = v77;
+    const double v78 = w->M_uu[13] * v72;
+    const double v79 = -v78;
+    const double v80 = v79 * v20;
+    w->ud[0] = v80;
+    if (!all_finite(w->ud, 9)) return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* ud* (and the multipliers): the general path */
+static int general_dynamic_rates(disk_workspace *w)
+{
+    zero_at(w->M_uu, zeros_M_uu, 63);
+    zero_at(w->speed_residual, zeros_speed_residual, 2);
+    /* M_uu = [M_uuc; M_uud] */
+    if (lu_factor(NW, w->M_uu, w->pivot_uu, 0.0))
+        return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
+    /* [ud*; lambda*] = -M_uu^-1 [f_a; f_d] */
+    gather(NW, 1, w->speed_residual, 1, 0, w->ud, 1);
+    negate(w->ud, NW * 1);
+    lu_solve(NW, w->M_uu, w->pivot_uu, w->ud, 1);
+    if (!all_finite(w->ud, NW * 1))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+static int dynamic_rates(disk_workspace *w)
+{
+    int status = straight_line_dynamic_rates(w);
+    w->straight_line_dynamic_rates = status != PIVOT_REJECTED;
+    if (status == PIVOT_REJECTED) status = general_dynamic_rates(w);
+    return status;
+}
+
+/* f_c, f_v, the constraint Jacobians, qd* and ud* at the point */
+static int evaluate_point(disk_workspace *w, double t, const double *q, const double *u,
+                          const double *r, const double *p)
+{
+    int status;
+    evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
+    evaluate_constraint_jacobians(w, t, q, u, r, p);
+    evaluate_kinematics(w, t, q, u, r, p);
+    status = kinematic_rates(w);
+    if (status != DISK_OK) return status;
+    evaluate_dynamics(w, t, q, u, r, p);
+    return dynamic_rates(w);
+}
+
+/* A', B' and the outputs, default partition: straight-line code with the
+   static pivots, written straight into the caller's arrays */
+static int straight_line_solution(disk_workspace *w, double *A, double *B, double *A_full,
+                                 double *B_full)
+{
+    /* every output is written; those the caller did not ask for, to the workspace */
+    const int asked_A = A != 0, asked_B = B != 0, asked_A_full = A_full != 0, asked_B_full = B_full != 0;
+    if (!A) A = w->A;
+    if (!B) B = w->B;
+    if (!A_full) A_full = w->A_full;
+    if (!B_full) B_full = w->B_full;
+    (void)asked_A; (void)asked_B; (void)asked_A_full; (void)asked_B_full;
+    double scale_c = 0.0;
+    if (fabs(w->J_c[5]) > scale_c) scale_c = fabs(w->J_c[5]);
+    if (fabs(w->J_c[1]) > scale_c) scale_c = fabs(w->J_c[1]);
+    if (!(fabs(w->J_c[5]) > SINGULAR_RTOL * scale_c)) return PIVOT_REJECTED;
+    double scale_v = 0.0;
+    if (fabs(w->B_v[3]) > scale_v) scale_v = fabs(w->B_v[3]);
+    if (fabs(w->B_v[10]) > scale_v) scale_v = fabs(w->B_v[10]);
+    if (fabs(w->B_v[17]) > scale_v) scale_v = fabs(w->B_v[17]);
+    if (fabs(w->B_v[1]) > scale_v) scale_v = fabs(w->B_v[1]);
+    if (fabs(w->B_v[6]) > scale_v) scale_v = fabs(w->B_v[6]);
+    if (fabs(w->B_v[13]) > scale_v) scale_v = fabs(w->B_v[13]);
+    if (!(fabs(w->B_v[3]) > SINGULAR_RTOL * scale_v)) return PIVOT_REJECTED;
+    const double v83 = 1.0 / w->B_v[3];
+    if (!(fabs(w->B_v[10]) > SINGULAR_RTOL * scale_v)) return PIVOT_REJECTED;
+    const double v84 = 1.0 / w->B_v[10];
+    if (!(fabs(w->B_v[17]) > SINGULAR_RTOL * scale_v)) return PIVOT_REJECTED;
+    const double v85 = 1.0 / w->B_v[17];
+    const double v86 = w->J_vq[14] * v85;
+    const double v87 = w->B_v[13] * v85;
+    const double v88 = w->B_v[6] * v84;
+    const double v89 = w->J_vq[2] * v83;
+    const double v90 = w->B_v[1] * v83;
+    const double v91 = w->A_uq[38] - w->A_uu[41] * v86;
+    const double v92 = w->A_uq[44] - w->A_uu[45] * v89;
+    const double v93 = v92 - w->A_uu[47] * v86;
+    const double v94 = w->A_uq[50] - w->A_uu[51] * v89;
+    const double v95 = w->A_uu[36] - w->A_uu[40] * v88;
+    const double v96 = w->A_uu[37] - w->A_uu[41] * v87;
+    const double v97 = w->A_uu[45] * v90;
+    const double v98 = -v97;
+    const double v99 = v98 - w->A_uu[47] * v87;
+    const double v100 = w->A_uu[49] - w->A_uu[51] * v90;
+    const double v101 = w->A_uu[48] - w->A_uu[52] * v88;
+    const double v102 = w->A_qq[7] - w->carried[46] * w->A_qq[13];
+    const double v103 = w->carried[46] * w->A_qu[14];
+    const double v104 = -v103;
+    const double v105 = w->A_qq[31] * w->carried[51];
+    A_full[41] = v105;
+    const double v106 = w->A_qu[30] * w->carried[51];
+    A_full[45] = v106;
+    const double v107 = w->A_qq[24] * w->carried[50];
+    A[32] = v107;
+    const double v108 = w->A_qq[25] * w->carried[50];
+    A[33] = v108;
+    const double v109 = w->A_qu[24] * w->carried[50];
+    A[37] = v109;
+    const double v110 = w->A_qu[25] * w->carried[50];
+    A[38] = v110;
+    const double v111 = w->A_qq[18] * w->carried[49];
+    A[24] = v111;
+    const double v112 = w->A_qq[19] * w->carried[49];
+    A[25] = v112;
+    const double v113 = w->A_qu[18] * w->carried[49];
+    A[29] = v113;
+    const double v114 = w->A_qu[19] * w->carried[49];
+    A[30] = v114;
+    const double v115 = v102 * w->carried[48];
+    A[17] = v115;
+    const double v116 = w->A_qu[7] * w->carried[48];
+    A[22] = v116;
+    const double v117 = v104 * w->carried[48];
+    A[23] = v117;
+    const double v118 = w->A_qu[0] * w->carried[47];
+    A[13] = v118;
+    const double v119 = w->A_qq[13] * w->carried[45];
+    A[1] = v119;
+    const double v120 = w->A_qu[14] * w->carried[45];
+    A[7] = v120;
+    const double v121 = w->M_uq[2] * v115;
+    const double v122 = -v121;
+    const double v123 = w->A_uu[1] - w->M_uq[2] * v116;
+    const double v124 = w->M_uq[2] * v117;
+    const double v125 = -v124;
+    const double v126 = w->M_uq[14] * v115;
+    const double v127 = -v126;
+    const double v128 = w->A_uu[13] - w->M_uq[14] * v116;
+    const double v129 = w->M_uq[14] * v117;
+    const double v130 = -v129;
+    const double v131 = v127 - w->carried[54] * v122;
+    const double v132 = w->A_uq[14] - w->carried[54] * w->A_uq[2];
+    const double v133 = v128 - w->carried[54] * v123;
+    const double v134 = v130 - w->carried[54] * v125;
+    const double v135 = v131 - w->carried[58] * w->A_uq[37];
+    const double v136 = v132 - w->carried[58] * v91;
+    const double v137 = w->carried[58] * v95;
+    const double v138 = -v137;
+    const double v139 = v133 - w->carried[58] * v96;
+    const double v140 = v134 - w->carried[58] * w->A_uu[38];
+    const double v141 = w->carried[55] * v122;
+    const double v142 = -v141;
+    const double v143 = w->A_uq[26] - w->carried[55] * w->A_uq[2];
+    const double v144 = w->carried[55] * v123;
+    const double v145 = -v144;
+    const double v146 = w->carried[55] * v125;
+    const double v147 = -v146;
+    const double v148 = v142 - w->carried[60] * w->A_uq[37];
+    const double v149 = v143 - w->carried[60] * v91;
+    const double v150 = w->carried[60] * v95;
+    const double v151 = -v150;
+    const double v152 = v145 - w->carried[60] * v96;
+    const double v153 = v147 - w->carried[60] * w->A_uu[38];
+    const double v154 = w->A_uq[19] - w->carried[62] * w->A_uq[43];
+    const double v155 = w->A_uq[20] - w->carried[62] * v93;
+    const double v156 = w->A_uu[18] - w->carried[62] * w->A_uu[42];
+    const double v157 = w->A_uu[19] - w->carried[62] * v99;
+    const double v158 = w->A_uu[20] - w->carried[62] * w->A_uu[44];
+    const double v159 = w->A_uq[49] - w->carried[64] * v135;
+    const double v160 = v94 - w->carried[64] * v136;
+    const double v161 = v101 - w->carried[64] * v138;
+    const double v162 = v100 - w->carried[64] * v139;
+    const double v163 = w->A_uu[50] - w->carried[64] * v140;
+    const double v164 = v159 - w->carried[66] * v148;
+    const double v165 = v160 - w->carried[66] * v149;
+    const double v166 = v161 - w->carried[66] * v151;
+    const double v167 = v162 - w->carried[66] * v152;
+    const double v168 = v163 - w->carried[66] * v153;
+    const double v169 = v164 * w->carried[68];
+    const double v170 = v165 * w->carried[68];
+    const double v171 = v166 * w->carried[68];
+    const double v172 = v167 * w->carried[68];
+    const double v173 = v168 * w->carried[68];
+    const double v174 = v154 * w->carried[67];
+    const double v175 = v155 * w->carried[67];
+    const double v176 = v156 * w->carried[67];
+    const double v177 = v157 * w->carried[67];
+    const double v178 = v158 * w->carried[67];
+    const double v179 = v148 - w->M_uu[44] * v169;
+    const double v180 = v149 - w->M_uu[44] * v170;
+    const double v181 = v151 - w->M_uu[44] * v171;
+    const double v182 = v152 - w->M_uu[44] * v172;
+    const double v183 = v153 - w->M_uu[44] * v173;
+    const double v184 = v179 * w->carried[65];
+    const double v185 = v180 * w->carried[65];
+    const double v186 = v181 * w->carried[65];
+    const double v187 = v182 * w->carried[65];
+    const double v188 = v183 * w->carried[65];
+    const double v189 = v135 - w->carried[59] * v184;
+    const double v190 = v136 - w->carried[59] * v185;
+    const double v191 = v138 - w->carried[59] * v186;
+    const double v192 = v139 - w->carried[59] * v187;
+    const double v193 = v140 - w->carried[59] * v188;
+    const double v194 = v189 * w->carried[63];
+    A_full[89] = v194;
+    const double v195 = v190 * w->carried[63];
+    A_full[90] = v195;
+    const double v196 = v191 * w->carried[63];
+    A_full[93] = v196;
+    const double v197 = v192 * w->carried[63];
+    A_full[94] = v197;
+    const double v198 = v193 * w->carried[63];
+    A_full[95] = v198;
+    const double v199 = w->A_uq[43] - w->M_uu[70] * v174;
+    const double v200 = v93 - w->M_uu[70] * v175;
+    const double v201 = w->A_uu[42] - w->M_uu[70] * v176;
+    const double v202 = v99 - w->M_uu[70] * v177;
+    const double v203 = w->A_uu[44] - w->M_uu[70] * v178;
+    const double v204 = v199 * w->carried[61];
+    A_full[81] = v204;
+    const double v205 = v200 * w->carried[61];
+    A_full[82] = v205;
+    const double v206 = v201 * w->carried[61];
+    A_full[85] = v206;
+    const double v207 = v202 * w->carried[61];
+    A_full[86] = v207;
+    const double v208 = v203 * w->carried[61];
+    A_full[87] = v208;
+    const double v209 = w->A_uq[37] - w->M_uu[60] * v184;
+    const double v210 = v91 - w->M_uu[60] * v185;
+    const double v211 = v95 - w->M_uu[60] * v186;
+    const double v212 = v96 - w->M_uu[60] * v187;
+    const double v213 = w->A_uu[38] - w->M_uu[60] * v188;
+    const double v214 = v209 * w->carried[57];
+    A_full[73] = v214;
+    const double v215 = v210 * w->carried[57];
+    A_full[74] = v215;
+    const double v216 = v211 * w->carried[57];
+    A_full[77] = v216;
+    const double v217 = v212 * w->carried[57];
+    A_full[78] = v217;
+    const double v218 = v213 * w->carried[57];
+    A_full[79] = v218;
+    const double v219 = w->A_uq[31] * w->carried[56];
+    A[57] = v219;
+    const double v220 = w->A_uq[32] * w->carried[56];
+    A[58] = v220;
+    const double v221 = w->A_uu[30] * w->carried[56];
+    A[61] = v221;
+    const double v222 = w->A_uu[31] * w->carried[56];
+    A[62] = v222;
+    const double v223 = w->A_uu[32] * w->carried[56];
+    A[63] = v223;
+    const double v224 = v122 - w->M_uu[3] * v214;
+    const double v225 = w->A_uq[2] - w->M_uu[3] * v215;
+    const double v226 = w->M_uu[3] * v216;
+    const double v227 = -v226;
+    const double v228 = v123 - w->M_uu[3] * v217;
+    const double v229 = v125 - w->M_uu[3] * v218;
+    const double v230 = v224 * w->carried[53];
+    A[49] = v230;
+    const double v231 = v225 * w->carried[53];
+    A[50] = v231;
+    const double v232 = v227 * w->carried[53];
+    A[53] = v232;
+    const double v233 = v228 * w->carried[53];
+    A[54] = v233;
+    const double v234 = v229 * w->carried[53];
+    A[55] = v234;
+    const double v235 = w->M_uu[13] * v204;
+    const double v236 = -v235;
+    const double v237 = w->M_uu[13] * v205;
+    const double v238 = -v237;
+    const double v239 = w->M_uu[13] * v206;
+    const double v240 = -v239;
+    const double v241 = w->M_uu[13] * v207;
+    const double v242 = -v241;
+    const double v243 = w->M_uu[13] * v208;
+    const double v244 = -v243;
+    const double v245 = v236 * w->carried[52];
+    A[41] = v245;
+    const double v246 = v238 * w->carried[52];
+    A[42] = v246;
+    const double v247 = v240 * w->carried[52];
+    A[45] = v247;
+    const double v248 = v242 * w->carried[52];
+    A[46] = v248;
+    const double v249 = v244 * w->carried[52];
+    A[47] = v249;
+    A[0] = 0.0;
+    A[2] = 0.0;
+    A[3] = 0.0;
+    A[4] = 0.0;
+    A[5] = 0.0;
+    A[6] = 0.0;
+    A[8] = 0.0;
+    A[9] = 0.0;
+    A[10] = 0.0;
+    A[11] = 0.0;
+    A[12] = 0.0;
+    A[14] = 0.0;
+    A[15] = 0.0;
+    A[16] = 0.0;
+    A[18] = 0.0;
+    A[19] = 0.0;
+    A[20] = 0.0;
+    A[21] = 0.0;
+    A[26] = 0.0;
+    A[27] = 0.0;
+    A[28] = 0.0;
+    A[31] = 0.0;
+    A[34] = 0.0;
+    A[35] = 0.0;
+    A[36] = 0.0;
+    A[39] = 0.0;
+    A_full[40] = 0.0;
+    A_full[42] = 0.0;
+    A_full[43] = 0.0;
+    A_full[44] = 0.0;
+    A_full[46] = 0.0;
+    A_full[47] = 0.0;
+    A[40] = 0.0;
+    A[43] = 0.0;
+    A[44] = 0.0;
+    A[48] = 0.0;
+    A[51] = 0.0;
+    A[52] = 0.0;
+    A[56] = 0.0;
+    A[59] = 0.0;
+    A[60] = 0.0;
+    A_full[72] = 0.0;
+    A_full[75] = 0.0;
+    A_full[76] = 0.0;
+    A_full[80] = 0.0;
+    A_full[83] = 0.0;
+    A_full[84] = 0.0;
+    A_full[88] = 0.0;
+    A_full[91] = 0.0;
+    A_full[92] = 0.0;
+    if (asked_A_full) place_state_rows(A, NX, A_full);
+    if ((asked_A && !all_finite(A, 64))
+        || (asked_A_full && !all_finite(A_full, 96)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* A', B' and the outputs, any partition (the workspace's) */
+STAGE int general_solution(disk_workspace *w, double *A, double *B, double *A_full,
+                           double *B_full)
+{
+    /* M_qq and M_uu factorized in place, unless the general path did it already */
+    if (w->straight_line_kinematic_rates) {
+        zero_at(w->M_qq, zeros_M_qq, 29);
+        /* M_qq */
+        if (lu_factor(NQ, w->M_qq, w->pivot_qq, 0.0))
+            return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
+    }
+    if (w->straight_line_dynamic_rates) {
+        zero_at(w->M_uu, zeros_M_uu, 63);
+        zero_at(w->speed_residual, zeros_speed_residual, 2);
+        /* M_uu = [M_uuc; M_uud] */
+        if (lu_factor(NW, w->M_uu, w->pivot_uu, 0.0))
+            return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
+    }
+    zero_at(w->J_c, zeros_J_c, 4);
+    zero_at(w->J_vq, zeros_J_vq, 16);
+    zero_at(w->B_v, zeros_B_v, 12);
+    zero_at(w->A_qq, zeros_A_qq, 29);
+    zero_at(w->A_qu, zeros_A_qu, 28);
+    zero_at(w->M_uq, zeros_M_uq, 52);
+    zero_at(w->A_uq, zeros_A_uq, 41);
+    zero_at(w->A_uu, zeros_A_uu, 32);
+    /* J_c P_qd */
+    gather(NC, NC, w->J_c, NQ, w->dependent_q, w->Jc_dependent, NC);
+    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
+        return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
+    /* K_c = (J_c P_qd)^-1 J_c P_qi */
+    gather(NC, NQI, w->J_c, NQ, w->independent_q, w->K_c, NQI);
+    lu_solve(NC, w->Jc_dependent, w->pivot_c, w->K_c, NQI);
+    /* B_v P_ud */
+    gather(NV, NV, w->B_v, NU, w->dependent_u, w->Bv_dependent, NV);
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
+        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
+    /* K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui] */
+    gather(NV, NQ, w->J_vq, NQ, 0, w->K_v, (NQ + NUI));
+    gather(NV, NUI, w->B_v, NU, w->independent_u, w->K_v + NQ, (NQ + NUI));
+    lu_solve(NV, w->Bv_dependent, w->pivot_v, w->K_v, (NQ + NUI));
+    /* T_q = A_qq + A_qu C_1 = A_qq - A_qu P_ud K_q */
+    gather(NQ, NQ, w->A_qq, NQ, 0, w->T_q, NQ);
+    subtract_product(NQ, NV, NQ, w->A_qu, NU, w->dependent_u,
+                     w->K_v, (NQ + NUI), w->T_q, NQ);
+    /* T_u = A_uq + A_uu C_1 = A_uq - A_uu P_ud K_q */
+    gather(NW, NQ, w->A_uq, NQ, 0, w->T_u, NQ);
+    subtract_product(NW, NV, NQ, w->A_uu, NU, w->dependent_u,
+                     w->K_v, (NQ + NUI), w->T_u, NQ);
+    /* T_q C_0 = T_q P_qi - T_q P_qd K_c */
+    gather(NQ, NQI, w->T_q, NQ, w->independent_q, w->A_full, NX);
+    subtract_product(NQ, NC, NQI, w->T_q, NQ, w->dependent_q,
+                     w->K_c, NQI, w->A_full, NX);
+    /* A_qu C_2 = A_qu P_ui - A_qu P_ud K_u */
+    gather(NQ, NUI, w->A_qu, NU, w->independent_u, w->A_full + NQI, NX);
+    subtract_product(NQ, NV, NUI, w->A_qu, NU, w->dependent_u,
+                     w->K_v + NQ, (NQ + NUI), w->A_full + NQI, NX);
+    /* T_u C_0 = T_u P_qi - T_u P_qd K_c */
+    gather(NW, NQI, w->T_u, NQ, w->independent_q, w->A_full + NQ * NX, NX);
+    subtract_product(NW, NC, NQI, w->T_u, NQ, w->dependent_q,
+                     w->K_c, NQI, w->A_full + NQ * NX, NX);
+    /* A_uu C_2 = A_uu P_ui - A_uu P_ud K_u */
+    gather(NW, NUI, w->A_uu, NU, w->independent_u, w->A_full + NQ * NX + NQI, NX);
+    subtract_product(NW, NV, NUI, w->A_uu, NU, w->dependent_u,
+                     w->K_v + NQ, (NQ + NUI), w->A_full + NQ * NX + NQI, NX);
+    /* block forward substitution: A'_q = M_qq^-1 A~_q */
+    lu_solve(NQ, w->M_qq, w->pivot_qq, w->A_full, NX);
+    /* A~_u - M_uq A'_q */
+    subtract_product(NW, NQ, NX, w->M_uq, NQ, 0,
+                     w->A_full, NX, w->A_full + NQ * NX, NX);
+    /* A'_u = M_uu^-1 (A~_u - M_uq A'_q) */
+    lu_solve(NW, w->M_uu, w->pivot_uu, w->A_full + NQ * NX, NX);
+    /* B' = M^-1 [0; 0; B_u]: no coordinate rows */
+    fill_zero(w->B_full, (NQ + NV) * NR);
+    gather(ND, NR, w->B_u, NR, 0, w->B_full + (NQ + NV) * NR, NR);
+    lu_solve(NW, w->M_uu, w->pivot_uu, w->B_full + NQ * NR, NR);
+    if (!all_finite(w->A_full, (NQ + NU) * NX) || !all_finite(w->B_full, (NQ + NU) * NR))
+        return DISK_ERR_NONFINITE_RESULT;
+    /* row selection: A, B for the independent states; A', B' for all */
+    copy_outputs(w, A, B, A_full, B_full);
+    return DISK_OK;
+}
+
+/* complete_point: Newton's method on f_c(q) = 0 for the dependent coordinates;
+   leaves f_v and B_v evaluated at the final q */
+static int complete_coordinates(disk_workspace *w, double t, double *q, const double *u,
+                                const double *r, const double *p, double tol, int max_iter)
+{
+    int iteration, k;
+    for (iteration = 0;; ++iteration) {
+        evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
+        evaluate_constraint_jacobians(w, t, q, u, r, p);
+        zero_at(w->J_c, zeros_J_c, 4);
+        zero_at(w->J_vq, zeros_J_vq, 16);
+        zero_at(w->B_v, zeros_B_v, 12);
+        if (!all_finite(w->f_c, NC)) return DISK_ERR_NONFINITE_RESULT;
+        if (norm_inf(w->f_c, NC) <= tol) return DISK_OK;
+        if (iteration >= max_iter) return DISK_ERR_NO_CONVERGENCE;
+        /* J_c P_qd */
+        gather(NC, NC, w->J_c, NQ, w->dependent_q, w->Jc_dependent, NC);
+        if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
+            return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
+        /* the Newton step (J_c P_qd)^-1 f_c */
+        lu_solve(NC, w->Jc_dependent, w->pivot_c, w->f_c, 1);
+        for (k = 0; k < NC; ++k) q[w->dependent_q[k]] -= w->f_c[k];
+    }
+}
+
+/* complete_point: f_v = B_v u + b is linear in u, one exact step for the
+   dependent speeds */
+static int complete_speeds(disk_workspace *w, double *u)
+{
+    int k;
+    /* B_v P_ud */
+    gather(NV, NV, w->B_v, NU, w->dependent_u, w->Bv_dependent, NV);
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
+        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
+    /* the step (B_v P_ud)^-1 f_v */
+    lu_solve(NV, w->Bv_dependent, w->pivot_v, w->f_v, 1);
+    for (k = 0; k < NV; ++k) u[w->dependent_u[k]] -= w->f_v[k];
+    return DISK_OK;
 }
 
 /* ---- entry points --------------------------------------------------------- */
 
 int disk_linearize(double t, const double *q, const double *u, const double *r,
         const double *p, const int *dependent_q, const int *dependent_u, double tol,
-        double *A, double *B, double *A_full, double *B_full, double *qdot, double *udot,
-        disk_workspace *w)
+        double *A, double *B, double *A_full, double *B_full, double *qd, double *ud,
+        disk_workspace *work)
 {
-    const double *qd = w ? w->qd : 0;
-    const double *ud = w ? w->ud : 0;
-    int fast_qq = 1, fast_uu = 1;
-    int status;
-    if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
-    status = check_inputs(t, q, u, r, p);
+    const int partition_given = dependent_q || dependent_u;
+    int status = prepare(t, q, u, &r, &p, work), violation;
+    if (status == DISK_OK && partition_given) status = set_partition(dependent_q, dependent_u, work);
     if (status != DISK_OK) return status;
-    if (dependent_q || dependent_u) {
-        status = set_partition(dependent_q, dependent_u, w);
-        if (status != DISK_OK) return status;
-    }
-    if (!p) p = disk_default_parameters;
-    if (!r) {
-        fill_zero(w->r_zero, NR + 1);
-        r = w->r_zero;
-    }
-    (void)t; (void)r; (void)qd; (void)ud;
-
-    /* constraint residuals */
-    const double x0 = cos(q[1]);
-    const double x1 = p[1]*x0;
-    const double x2 = cos(q[2]);
-    const double x3 = p[1]*x2;
-    const double x4 = u[1]*x3;
-    const double x5 = p[1]*u[0];
-    const double x6 = sin(q[2]);
-    const double x7 = p[1]*x6;
-    const double x8 = u[1]*x7;
-    w->f_c[0] = q[5] + x1;
-    w->f_v[0] = u[3] + x4;
-    w->f_v[1] = u[4] - x5;
-    w->f_v[2] = u[5] + x8;
-    if (tol >= 0.0 && exceeds(w->f_c, NC, tol))
-        return unless_nonfinite(w->f_c, NC, DISK_ERR_CONFIGURATION_CONSTRAINT);
-    if (tol >= 0.0 && exceeds(w->f_v, NV, tol))
-        return unless_nonfinite(w->f_v, NV, DISK_ERR_VELOCITY_CONSTRAINT);
-
-    /* kinematics: M_qq qd* = -f_k(q, qd = 0, u, t) */
-    const double x9 = sin(q[1]);
-    const double x13 = cos(q[0]);
-    const double x14 = p[1]*x13;
-    const double x15 = sin(q[0]);
-    const double x16 = u[0]*x1;
-    const double x17 = u[1]*x14 + x15*x16;
-    const double x18 = p[1]*u[1]*x15 - x13*x16;
-    const double x19 = x5*x9;
-    w->M_qq[1] = 1;
-    w->M_qq[6] = x9;
-    w->M_qq[8] = 1;
-    w->M_qq[12] = x0;
-    w->M_qq[21] = 1;
-    w->M_qq[28] = 1;
-    w->M_qq[35] = 1;
-    w->kinematic_residual[0] = -u[0];
-    w->kinematic_residual[1] = -u[1];
-    w->kinematic_residual[2] = -u[2];
-    w->kinematic_residual[3] = x17;
-    w->kinematic_residual[4] = x18;
-    w->kinematic_residual[5] = -x19;
-    double scale_qq = 0.0;
-    if (fabs(w->M_qq[12]) > scale_qq) scale_qq = fabs(w->M_qq[12]);
-    if (fabs(w->M_qq[1]) > scale_qq) scale_qq = fabs(w->M_qq[1]);
-    if (fabs(w->M_qq[6]) > scale_qq) scale_qq = fabs(w->M_qq[6]);
-    if (fabs(w->M_qq[8]) > scale_qq) scale_qq = fabs(w->M_qq[8]);
-    if (fabs(w->M_qq[21]) > scale_qq) scale_qq = fabs(w->M_qq[21]);
-    if (fabs(w->M_qq[28]) > scale_qq) scale_qq = fabs(w->M_qq[28]);
-    if (fabs(w->M_qq[35]) > scale_qq) scale_qq = fabs(w->M_qq[35]);
-    if (!(fabs(w->M_qq[12]) > SINGULAR_RTOL * scale_qq && fabs(w->M_qq[12]) >= PIVOT_TAU * fabs(w->M_qq[6]))) fast_qq = 0;
-    const double v0 = 1.0 / w->M_qq[12];
-    const double v1 = w->M_qq[6] * v0;
-    if (!(fabs(w->M_qq[1]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v2 = 1.0 / w->M_qq[1];
-    if (!(fabs(w->M_qq[8]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v3 = 1.0 / w->M_qq[8];
-    if (!(fabs(w->M_qq[21]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v4 = 1.0 / w->M_qq[21];
-    if (!(fabs(w->M_qq[28]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v5 = 1.0 / w->M_qq[28];
-    if (!(fabs(w->M_qq[35]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v6 = 1.0 / w->M_qq[35];
-    const double v7 = -w->kinematic_residual[0];
-    const double v8 = -w->kinematic_residual[1];
-    const double v9 = -w->kinematic_residual[2];
-    const double v10 = -w->kinematic_residual[3];
-    const double v11 = -w->kinematic_residual[4];
-    const double v12 = -w->kinematic_residual[5];
-    const double v13 = v8 - v1 * v9;
-    const double v14 = v12 * v6;
-    const double v15 = v11 * v5;
-    const double v16 = v10 * v4;
-    const double v17 = v13 * v3;
-    const double v18 = v7 * v2;
-    const double v19 = v9 * v0;
-    if (fast_qq) {
-        w->qd[0] = v19;
-        w->qd[1] = v18;
-        w->qd[2] = v17;
-        w->qd[3] = v16;
-        w->qd[4] = v15;
-        w->qd[5] = v14;
-    }
-    if (!fast_qq) {
-        zero_at(w->M_qq, zeros_M_qq, 29);
-        status = solve_qd(w);
-        if (status != DISK_OK) return status;
-    } else if (!all_finite(w->qd, NQ)) {
-        return DISK_ERR_NONFINITE_RESULT;
-    }
-
-    /* dynamics: [M_uuc; M_uud] ud* = -[f_a; f_d](q, qd*, u, ud = 0, r, t) */
-    const double x11 = -p[1];
-    const double x20 = (p[1]*p[1]);
-    const double x21 = p[0]*x20;
-    const double x22 = (1.0/4.0)*x21;
-    const double x23 = -(x2*x2)*x22 - x22*(x6*x6);
-    const double x24 = -p[0];
-    const double x25 = qd[2]*x8;
-    const double x26 = qd[2]*x4;
-    const double x27 = u[0]*x6;
-    const double x28 = u[2]*x2 + x27;
-    const double x29 = p[0]*u[1];
-    const double x30 = (1.0/4.0)*x20;
-    const double x31 = x29*x30;
-    const double x32 = u[0]*u[2];
-    const double x33 = (1.0/x0);
-    const double x34 = x33*x9;
-    const double x35 = u[0]*u[1] - x32*x34;
-    const double x36 = (u[2]*u[2]);
-    const double x37 = -u[1]*u[2] + x33*x36*x9;
-    const double x38 = x2*x37 - x35*x6;
-    const double x39 = (1.0/4.0)*p[0]*x20*x38 - x28*x31;
-    const double x40 = u[0]*x2;
-    const double x41 = -u[2]*x6 + x40;
-    const double x42 = x31*x41;
-    const double x43 = x2*x35 + x37*x6;
-    const double x44 = x22*x43 + x42;
-    const double x45 = x2*x39 + x44*x6;
-    const double x46 = x39*x6;
-    const double x47 = x2*x44;
-    const double x48 = p[0]*p[2];
-    const double x49 = x0*x48;
-    const double x50 = x49*x6;
-    const double x51 = x48*x9;
-    const double x52 = x2*x49;
-    w->M_uu[1] = x3;
-    w->M_uu[3] = 1;
-    w->M_uu[9] = x11;
-    w->M_uu[13] = 1;
-    w->M_uu[19] = x7;
-    w->M_uu[23] = 1;
-    w->M_uu[27] = x23;
-    w->M_uu[34] = x11;
-    w->M_uu[37] = -1.0/2.0*x21;
-    w->M_uu[42] = x3;
-    w->M_uu[44] = x7;
-    w->M_uu[47] = x23;
-    w->M_uu[57] = x24;
-    w->M_uu[60] = 1;
-    w->M_uu[67] = x24;
-    w->M_uu[70] = 1;
-    w->M_uu[77] = x24;
-    w->M_uu[80] = 1;
-    w->speed_residual[0] = -x25;
-    w->speed_residual[2] = x26;
-    w->speed_residual[3] = -x45;
-    w->speed_residual[5] = x46 - x47;
-    w->speed_residual[6] = -p[0]*(u[1]*u[5] - u[4]*x28) - x50;
-    w->speed_residual[7] = -p[0]*(u[3]*x28 - u[5]*x41) + x51;
-    w->speed_residual[8] = -p[0]*(-u[1]*u[3] + u[4]*x41) + x52;
-    double scale_uu = 0.0;
-    if (fabs(w->M_uu[9]) > scale_uu) scale_uu = fabs(w->M_uu[9]);
-    if (fabs(w->M_uu[13]) > scale_uu) scale_uu = fabs(w->M_uu[13]);
-    if (fabs(w->M_uu[1]) > scale_uu) scale_uu = fabs(w->M_uu[1]);
-    if (fabs(w->M_uu[3]) > scale_uu) scale_uu = fabs(w->M_uu[3]);
-    if (fabs(w->M_uu[47]) > scale_uu) scale_uu = fabs(w->M_uu[47]);
-    if (fabs(w->M_uu[57]) > scale_uu) scale_uu = fabs(w->M_uu[57]);
-    if (fabs(w->M_uu[60]) > scale_uu) scale_uu = fabs(w->M_uu[60]);
-    if (fabs(w->M_uu[67]) > scale_uu) scale_uu = fabs(w->M_uu[67]);
-    if (fabs(w->M_uu[70]) > scale_uu) scale_uu = fabs(w->M_uu[70]);
-    if (fabs(w->M_uu[19]) > scale_uu) scale_uu = fabs(w->M_uu[19]);
-    if (fabs(w->M_uu[23]) > scale_uu) scale_uu = fabs(w->M_uu[23]);
-    if (fabs(w->M_uu[37]) > scale_uu) scale_uu = fabs(w->M_uu[37]);
-    if (fabs(w->M_uu[42]) > scale_uu) scale_uu = fabs(w->M_uu[42]);
-    if (fabs(w->M_uu[44]) > scale_uu) scale_uu = fabs(w->M_uu[44]);
-    if (fabs(w->M_uu[27]) > scale_uu) scale_uu = fabs(w->M_uu[27]);
-    if (fabs(w->M_uu[34]) > scale_uu) scale_uu = fabs(w->M_uu[34]);
-    if (fabs(w->M_uu[77]) > scale_uu) scale_uu = fabs(w->M_uu[77]);
-    if (fabs(w->M_uu[80]) > scale_uu) scale_uu = fabs(w->M_uu[80]);
-    if (!(fabs(w->M_uu[9]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[9]) >= PIVOT_TAU * fabs(w->M_uu[27]))) fast_uu = 0;
-    const double v20 = 1.0 / w->M_uu[9];
-    const double v21 = w->M_uu[27] * v20;
-    const double v22 = v21 * w->M_uu[13];
-    const double v23 = -v22;
-    if (!(fabs(w->M_uu[1]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[19]) && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[37]))) fast_uu = 0;
-    const double v24 = 1.0 / w->M_uu[1];
-    const double v25 = w->M_uu[19] * v24;
-    const double v26 = v25 * w->M_uu[3];
-    const double v27 = -v26;
-    const double v28 = w->M_uu[37] * v24;
-    const double v29 = v28 * w->M_uu[3];
-    const double v30 = -v29;
-    if (!(fabs(w->M_uu[47]) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
-    const double v31 = 1.0 / w->M_uu[47];
-    if (!(fabs(w->M_uu[57]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[57]) >= PIVOT_TAU * fabs(v27) && fabs(w->M_uu[57]) >= PIVOT_TAU * fabs(v30))) fast_uu = 0;
-    const double v32 = 1.0 / w->M_uu[57];
-    const double v33 = v27 * v32;
-    const double v34 = v33 * w->M_uu[60];
-    const double v35 = -v34;
-    const double v36 = v30 * v32;
-    const double v37 = w->M_uu[42] - v36 * w->M_uu[60];
-    if (!(fabs(w->M_uu[67]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[67]) >= PIVOT_TAU * fabs(v23))) fast_uu = 0;
-    const double v38 = 1.0 / w->M_uu[67];
-    const double v39 = v23 * v38;
-    const double v40 = w->M_uu[34] - v39 * w->M_uu[70];
-    if (!(fabs(w->M_uu[23]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[23]) >= PIVOT_TAU * fabs(w->M_uu[77]))) fast_uu = 0;
-    const double v41 = 1.0 / w->M_uu[23];
-    const double v42 = w->M_uu[77] * v41;
-    const double v43 = v42 * v35;
-    const double v44 = -v43;
-    if (!(fabs(v37) > SINGULAR_RTOL * scale_uu && fabs(v37) >= PIVOT_TAU * fabs(v44))) fast_uu = 0;
-    const double v45 = 1.0 / v37;
-    const double v46 = v44 * v45;
-    const double v47 = w->M_uu[80] - v46 * w->M_uu[44];
-    if (!(fabs(v40) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
-    const double v48 = 1.0 / v40;
-    if (!(fabs(v47) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
-    const double v49 = 1.0 / v47;
-    const double v50 = -w->speed_residual[0];
-    const double v51 = -w->speed_residual[2];
-    const double v52 = -w->speed_residual[3];
-    const double v53 = -w->speed_residual[5];
-    const double v54 = -w->speed_residual[6];
-    const double v55 = -w->speed_residual[7];
-    const double v56 = -w->speed_residual[8];
-    const double v57 = v51 - v25 * v50;
-    const double v58 = v57 - v33 * v54;
-    const double v59 = v28 * v50;
-    const double v60 = -v59;
-    const double v61 = v60 - v36 * v54;
-    const double v62 = v52 - v39 * v55;
-    const double v63 = v56 - v42 * v58;
-    const double v64 = v63 - v46 * v61;
-    const double v65 = v64 * v49;
-    const double v66 = v62 * v48;
-    const double v67 = v61 - w->M_uu[44] * v65;
-    const double v68 = v67 * v45;
-    const double v69 = v58 - v35 * v68;
-    const double v70 = v69 * v41;
-    const double v71 = v55 - w->M_uu[70] * v66;
-    const double v72 = v71 * v38;
-    const double v73 = v54 - w->M_uu[60] * v68;
-    const double v74 = v73 * v32;
-    const double v75 = v53 * v31;
-    const double v76 = v50 - w->M_uu[3] * v74;
-    const double v77 = v76 * v24;
-    const double v78 = w->M_uu[13] * v72;
-    const double v79 = -v78;
-    const double v80 = v79 * v20;
-    if (fast_uu) {
-        w->ud[0] = v80;
-        w->ud[1] = v77;
-        w->ud[2] = v75;
-        w->ud[3] = v74;
-        w->ud[4] = v72;
-        w->ud[5] = v70;
-        w->ud[6] = v68;
-        w->ud[7] = v66;
-        w->ud[8] = v65;
-    }
-    if (!fast_uu) {
-        zero_at(w->M_uu, zeros_M_uu, 63);
-        zero_at(w->speed_residual, zeros_speed_residual, 2);
-        status = solve_ud(w);
-        if (status != DISK_OK) return status;
-    } else if (!all_finite(w->ud, NW)) {
-        return DISK_ERR_NONFINITE_RESULT;
-    }
-
-    /* Jacobian blocks at (q, qd*, u, ud*, r, t) */
-    const double x10 = p[1]*x9;
-    const double x12 = -x8;
-    const double x53 = (x9*x9)/(x0*x0);
-    const double x54 = x36*x53 + x36;
-    const double x55 = -x32*x53 - x32;
-    const double x56 = x22*(x2*x55 + x54*x6);
-    const double x57 = x22*(x2*x54 - x55*x6);
-    const double x58 = -x28;
-    const double x59 = p[0]*x58;
-    const double x60 = x30*x59;
-    const double x61 = u[1]*x60 + x22*x38;
-    const double x62 = -1.0/4.0*p[0]*x20*x43 - x42;
-    const double x63 = x31*x6;
-    const double x64 = x22*(u[1] - u[2]*x34);
-    const double x65 = -x6*x64 - x63;
-    const double x66 = x2*x31;
-    const double x67 = x2*x64 + x66;
-    const double x68 = p[0]*x41;
-    const double x69 = (1.0/2.0)*x20*x68;
-    const double x70 = p[0]*x28;
-    const double x71 = -x30*x70 + x60;
-    const double x72 = -u[1] + 2*u[2]*x33*x9;
-    const double x73 = (1.0/4.0)*p[0]*x20*(x2*x72 + x27*x34) - x66;
-    const double x74 = (1.0/4.0)*p[0]*x20*(-x34*x40 + x6*x72) - x63;
-    const double x75 = p[0]*u[4];
-    const double x76 = -x6*x75;
-    const double x77 = x2*x75;
-    w->J_c[1] = -x10;
-    w->J_c[5] = 1;
-    w->J_vq[2] = x12;
-    w->J_vq[14] = x4;
-    w->B_v[1] = x3;
-    w->B_v[3] = 1;
-    w->B_v[6] = x11;
-    w->B_v[10] = 1;
-    w->B_v[13] = x7;
-    w->B_v[17] = 1;
-    w->A_qq[7] = -qd[0]*x0;
-    w->A_qq[13] = qd[0]*x9;
-    w->A_qq[18] = x18;
-    w->A_qq[19] = x15*x19;
-    w->A_qq[24] = -x17;
-    w->A_qq[25] = -x13*x19;
-    w->A_qq[31] = x16;
-    w->A_qu[0] = 1;
-    w->A_qu[7] = 1;
-    w->A_qu[14] = 1;
-    w->A_qu[18] = -x1*x15;
-    w->A_qu[19] = -x14;
-    w->A_qu[24] = x1*x13;
-    w->A_qu[25] = -p[1]*x15;
-    w->A_qu[30] = x10;
-    w->M_uq[2] = x12;
-    w->M_uq[14] = x4;
-    w->A_uq[2] = ud[1]*x7 + x26;
-    w->A_uq[14] = -ud[1]*x3 + x25;
-    w->A_uq[19] = x2*x57 + x56*x6;
-    w->A_uq[20] = x2*x62 - x46 + x47 + x6*x61;
-    w->A_uq[26] = ud[6]*x7 - ud[8]*x3;
-    w->A_uq[31] = x2*x56 - x57*x6;
-    w->A_uq[32] = x2*x61 - x45 - x6*x62;
-    w->A_uq[37] = -x51*x6;
-    w->A_uq[38] = -p[0]*u[4]*x41 + x52;
-    w->A_uq[43] = -x49;
-    w->A_uq[44] = p[0]*(u[3]*x41 - u[5]*x58);
-    w->A_uq[49] = x2*x51;
-    w->A_uq[50] = u[4]*x59 + x50;
-    w->A_uu[1] = qd[2]*x7;
-    w->A_uu[13] = -qd[2]*x3;
-    w->A_uu[18] = x2*x65 + x6*x67;
-    w->A_uu[19] = x2*x71 + x6*x69;
-    w->A_uu[20] = x2*x73 + x6*x74;
-    w->A_uu[30] = x2*x67 - x6*x65;
-    w->A_uu[31] = x2*x69 - x6*x71;
-    w->A_uu[32] = x2*x74 - x6*x73;
-    w->A_uu[36] = x76;
-    w->A_uu[37] = p[0]*u[5];
-    w->A_uu[38] = -x77;
-    w->A_uu[40] = x59;
-    w->A_uu[41] = x29;
-    w->A_uu[42] = p[0]*(u[3]*x6 - u[5]*x2);
-    w->A_uu[44] = p[0]*(u[3]*x2 + u[5]*x6);
-    w->A_uu[45] = x70;
-    w->A_uu[47] = -p[0]*x41;
-    w->A_uu[48] = x77;
-    w->A_uu[49] = -p[0]*u[3];
-    w->A_uu[50] = x76;
-    w->A_uu[51] = -x29;
-    w->A_uu[52] = x68;
-    {
-        /* straight-line code for the default partition; else the general path */
-        int fast_rest = !dependent_q && !dependent_u && fast_qq && fast_uu;
-        if (fast_rest) {
-            double scale_c = 0.0;
-            if (fabs(w->J_c[5]) > scale_c) scale_c = fabs(w->J_c[5]);
-            if (fabs(w->J_c[1]) > scale_c) scale_c = fabs(w->J_c[1]);
-            if (!(fabs(w->J_c[5]) > SINGULAR_RTOL * scale_c)) fast_rest = 0;
-            double scale_v = 0.0;
-            if (fabs(w->B_v[3]) > scale_v) scale_v = fabs(w->B_v[3]);
-            if (fabs(w->B_v[10]) > scale_v) scale_v = fabs(w->B_v[10]);
-            if (fabs(w->B_v[17]) > scale_v) scale_v = fabs(w->B_v[17]);
-            if (fabs(w->B_v[1]) > scale_v) scale_v = fabs(w->B_v[1]);
-            if (fabs(w->B_v[6]) > scale_v) scale_v = fabs(w->B_v[6]);
-            if (fabs(w->B_v[13]) > scale_v) scale_v = fabs(w->B_v[13]);
-            if (!(fabs(w->B_v[3]) > SINGULAR_RTOL * scale_v)) fast_rest = 0;
-            const double v83 = 1.0 / w->B_v[3];
-            if (!(fabs(w->B_v[10]) > SINGULAR_RTOL * scale_v)) fast_rest = 0;
-            const double v84 = 1.0 / w->B_v[10];
-            if (!(fabs(w->B_v[17]) > SINGULAR_RTOL * scale_v)) fast_rest = 0;
-            const double v85 = 1.0 / w->B_v[17];
-            const double v86 = w->J_vq[14] * v85;
-            const double v87 = w->B_v[13] * v85;
-            const double v88 = w->B_v[6] * v84;
-            const double v89 = w->J_vq[2] * v83;
-            const double v90 = w->B_v[1] * v83;
-            const double v91 = w->A_uq[38] - w->A_uu[41] * v86;
-            const double v92 = w->A_uq[44] - w->A_uu[45] * v89;
-            const double v93 = v92 - w->A_uu[47] * v86;
-            const double v94 = w->A_uq[50] - w->A_uu[51] * v89;
-            const double v95 = w->A_uu[36] - w->A_uu[40] * v88;
-            const double v96 = w->A_uu[37] - w->A_uu[41] * v87;
-            const double v97 = w->A_uu[45] * v90;
-            const double v98 = -v97;
-            const double v99 = v98 - w->A_uu[47] * v87;
-            const double v100 = w->A_uu[49] - w->A_uu[51] * v90;
-            const double v101 = w->A_uu[48] - w->A_uu[52] * v88;
-            const double v102 = w->A_qq[7] - v1 * w->A_qq[13];
-            const double v103 = v1 * w->A_qu[14];
-            const double v104 = -v103;
-            const double v105 = w->A_qq[31] * v6;
-            const double v106 = w->A_qu[30] * v6;
-            const double v107 = w->A_qq[24] * v5;
-            const double v108 = w->A_qq[25] * v5;
-            const double v109 = w->A_qu[24] * v5;
-            const double v110 = w->A_qu[25] * v5;
-            const double v111 = w->A_qq[18] * v4;
-            const double v112 = w->A_qq[19] * v4;
-            const double v113 = w->A_qu[18] * v4;
-            const double v114 = w->A_qu[19] * v4;
-            const double v115 = v102 * v3;
-            const double v116 = w->A_qu[7] * v3;
-            const double v117 = v104 * v3;
-            const double v118 = w->A_qu[0] * v2;
-            const double v119 = w->A_qq[13] * v0;
-            const double v120 = w->A_qu[14] * v0;
-            const double v121 = w->M_uq[2] * v115;
-            const double v122 = -v121;
-            const double v123 = w->A_uu[1] - w->M_uq[2] * v116;
-            const double v124 = w->M_uq[2] * v117;
-            const double v125 = -v124;
-            const double v126 = w->M_uq[14] * v115;
-            const double v127 = -v126;
-            const double v128 = w->A_uu[13] - w->M_uq[14] * v116;
-            const double v129 = w->M_uq[14] * v117;
-            const double v130 = -v129;
-            const double v131 = v127 - v25 * v122;
-            const double v132 = w->A_uq[14] - v25 * w->A_uq[2];
-            const double v133 = v128 - v25 * v123;
-            const double v134 = v130 - v25 * v125;
-            const double v135 = v131 - v33 * w->A_uq[37];
-            const double v136 = v132 - v33 * v91;
-            const double v137 = v33 * v95;
-            const double v138 = -v137;
-            const double v139 = v133 - v33 * v96;
-            const double v140 = v134 - v33 * w->A_uu[38];
-            const double v141 = v28 * v122;
-            const double v142 = -v141;
-            const double v143 = w->A_uq[26] - v28 * w->A_uq[2];
-            const double v144 = v28 * v123;
-            const double v145 = -v144;
-            const double v146 = v28 * v125;
-            const double v147 = -v146;
-            const double v148 = v142 - v36 * w->A_uq[37];
-            const double v149 = v143 - v36 * v91;
-            const double v150 = v36 * v95;
-            const double v151 = -v150;
-            const double v152 = v145 - v36 * v96;
-            const double v153 = v147 - v36 * w->A_uu[38];
-            const double v154 = w->A_uq[19] - v39 * w->A_uq[43];
-            const double v155 = w->A_uq[20] - v39 * v93;
-            const double v156 = w->A_uu[18] - v39 * w->A_uu[42];
-            const double v157 = w->A_uu[19] - v39 * v99;
-            const double v158 = w->A_uu[20] - v39 * w->A_uu[44];
-            const double v159 = w->A_uq[49] - v42 * v135;
-            const double v160 = v94 - v42 * v136;
-            const double v161 = v101 - v42 * v138;
-            const double v162 = v100 - v42 * v139;
-            const double v163 = w->A_uu[50] - v42 * v140;
-            const double v164 = v159 - v46 * v148;
-            const double v165 = v160 - v46 * v149;
-            const double v166 = v161 - v46 * v151;
-            const double v167 = v162 - v46 * v152;
-            const double v168 = v163 - v46 * v153;
-            const double v169 = v164 * v49;
-            const double v170 = v165 * v49;
-            const double v171 = v166 * v49;
-            const double v172 = v167 * v49;
-            const double v173 = v168 * v49;
-            const double v174 = v154 * v48;
-            const double v175 = v155 * v48;
-            const double v176 = v156 * v48;
-            const double v177 = v157 * v48;
-            const double v178 = v158 * v48;
-            const double v179 = v148 - w->M_uu[44] * v169;
-            const double v180 = v149 - w->M_uu[44] * v170;
-            const double v181 = v151 - w->M_uu[44] * v171;
-            const double v182 = v152 - w->M_uu[44] * v172;
-            const double v183 = v153 - w->M_uu[44] * v173;
-            const double v184 = v179 * v45;
-            const double v185 = v180 * v45;
-            const double v186 = v181 * v45;
-            const double v187 = v182 * v45;
-            const double v188 = v183 * v45;
-            const double v189 = v135 - v35 * v184;
-            const double v190 = v136 - v35 * v185;
-            const double v191 = v138 - v35 * v186;
-            const double v192 = v139 - v35 * v187;
-            const double v193 = v140 - v35 * v188;
-            const double v194 = v189 * v41;
-            const double v195 = v190 * v41;
-            const double v196 = v191 * v41;
-            const double v197 = v192 * v41;
-            const double v198 = v193 * v41;
-            const double v199 = w->A_uq[43] - w->M_uu[70] * v174;
-            const double v200 = v93 - w->M_uu[70] * v175;
-            const double v201 = w->A_uu[42] - w->M_uu[70] * v176;
-            const double v202 = v99 - w->M_uu[70] * v177;
-            const double v203 = w->A_uu[44] - w->M_uu[70] * v178;
-            const double v204 = v199 * v38;
-            const double v205 = v200 * v38;
-            const double v206 = v201 * v38;
-            const double v207 = v202 * v38;
-            const double v208 = v203 * v38;
-            const double v209 = w->A_uq[37] - w->M_uu[60] * v184;
-            const double v210 = v91 - w->M_uu[60] * v185;
-            const double v211 = v95 - w->M_uu[60] * v186;
-            const double v212 = v96 - w->M_uu[60] * v187;
-            const double v213 = w->A_uu[38] - w->M_uu[60] * v188;
-            const double v214 = v209 * v32;
-            const double v215 = v210 * v32;
-            const double v216 = v211 * v32;
-            const double v217 = v212 * v32;
-            const double v218 = v213 * v32;
-            const double v219 = w->A_uq[31] * v31;
-            const double v220 = w->A_uq[32] * v31;
-            const double v221 = w->A_uu[30] * v31;
-            const double v222 = w->A_uu[31] * v31;
-            const double v223 = w->A_uu[32] * v31;
-            const double v224 = v122 - w->M_uu[3] * v214;
-            const double v225 = w->A_uq[2] - w->M_uu[3] * v215;
-            const double v226 = w->M_uu[3] * v216;
-            const double v227 = -v226;
-            const double v228 = v123 - w->M_uu[3] * v217;
-            const double v229 = v125 - w->M_uu[3] * v218;
-            const double v230 = v224 * v24;
-            const double v231 = v225 * v24;
-            const double v232 = v227 * v24;
-            const double v233 = v228 * v24;
-            const double v234 = v229 * v24;
-            const double v235 = w->M_uu[13] * v204;
-            const double v236 = -v235;
-            const double v237 = w->M_uu[13] * v205;
-            const double v238 = -v237;
-            const double v239 = w->M_uu[13] * v206;
-            const double v240 = -v239;
-            const double v241 = w->M_uu[13] * v207;
-            const double v242 = -v241;
-            const double v243 = w->M_uu[13] * v208;
-            const double v244 = -v243;
-            const double v245 = v236 * v20;
-            const double v246 = v238 * v20;
-            const double v247 = v240 * v20;
-            const double v248 = v242 * v20;
-            const double v249 = v244 * v20;
-            if (fast_rest && A) {
-                A[0] = 0.0;
-                A[1] = v119;
-                A[2] = 0.0;
-                A[3] = 0.0;
-                A[4] = 0.0;
-                A[5] = 0.0;
-                A[6] = 0.0;
-                A[7] = v120;
-                A[8] = 0.0;
-                A[9] = 0.0;
-                A[10] = 0.0;
-                A[11] = 0.0;
-                A[12] = 0.0;
-                A[13] = v118;
-                A[14] = 0.0;
-                A[15] = 0.0;
-                A[16] = 0.0;
-                A[17] = v115;
-                A[18] = 0.0;
-                A[19] = 0.0;
-                A[20] = 0.0;
-                A[21] = 0.0;
-                A[22] = v116;
-                A[23] = v117;
-                A[24] = v111;
-                A[25] = v112;
-                A[26] = 0.0;
-                A[27] = 0.0;
-                A[28] = 0.0;
-                A[29] = v113;
-                A[30] = v114;
-                A[31] = 0.0;
-                A[32] = v107;
-                A[33] = v108;
-                A[34] = 0.0;
-                A[35] = 0.0;
-                A[36] = 0.0;
-                A[37] = v109;
-                A[38] = v110;
-                A[39] = 0.0;
-                A[40] = 0.0;
-                A[41] = v245;
-                A[42] = v246;
-                A[43] = 0.0;
-                A[44] = 0.0;
-                A[45] = v247;
-                A[46] = v248;
-                A[47] = v249;
-                A[48] = 0.0;
-                A[49] = v230;
-                A[50] = v231;
-                A[51] = 0.0;
-                A[52] = 0.0;
-                A[53] = v232;
-                A[54] = v233;
-                A[55] = v234;
-                A[56] = 0.0;
-                A[57] = v219;
-                A[58] = v220;
-                A[59] = 0.0;
-                A[60] = 0.0;
-                A[61] = v221;
-                A[62] = v222;
-                A[63] = v223;
-                if (!all_finite(A, 64)) return NONFINITE_RESULT;
-            }
-            if (fast_rest && A_full) {
-                A_full[0] = 0.0;
-                A_full[1] = v119;
-                A_full[2] = 0.0;
-                A_full[3] = 0.0;
-                A_full[4] = 0.0;
-                A_full[5] = 0.0;
-                A_full[6] = 0.0;
-                A_full[7] = v120;
-                A_full[8] = 0.0;
-                A_full[9] = 0.0;
-                A_full[10] = 0.0;
-                A_full[11] = 0.0;
-                A_full[12] = 0.0;
-                A_full[13] = v118;
-                A_full[14] = 0.0;
-                A_full[15] = 0.0;
-                A_full[16] = 0.0;
-                A_full[17] = v115;
-                A_full[18] = 0.0;
-                A_full[19] = 0.0;
-                A_full[20] = 0.0;
-                A_full[21] = 0.0;
-                A_full[22] = v116;
-                A_full[23] = v117;
-                A_full[24] = v111;
-                A_full[25] = v112;
-                A_full[26] = 0.0;
-                A_full[27] = 0.0;
-                A_full[28] = 0.0;
-                A_full[29] = v113;
-                A_full[30] = v114;
-                A_full[31] = 0.0;
-                A_full[32] = v107;
-                A_full[33] = v108;
-                A_full[34] = 0.0;
-                A_full[35] = 0.0;
-                A_full[36] = 0.0;
-                A_full[37] = v109;
-                A_full[38] = v110;
-                A_full[39] = 0.0;
-                A_full[40] = 0.0;
-                A_full[41] = v105;
-                A_full[42] = 0.0;
-                A_full[43] = 0.0;
-                A_full[44] = 0.0;
-                A_full[45] = v106;
-                A_full[46] = 0.0;
-                A_full[47] = 0.0;
-                A_full[48] = 0.0;
-                A_full[49] = v245;
-                A_full[50] = v246;
-                A_full[51] = 0.0;
-                A_full[52] = 0.0;
-                A_full[53] = v247;
-                A_full[54] = v248;
-                A_full[55] = v249;
-                A_full[56] = 0.0;
-                A_full[57] = v230;
-                A_full[58] = v231;
-                A_full[59] = 0.0;
-                A_full[60] = 0.0;
-                A_full[61] = v232;
-                A_full[62] = v233;
-                A_full[63] = v234;
-                A_full[64] = 0.0;
-                A_full[65] = v219;
-                A_full[66] = v220;
-                A_full[67] = 0.0;
-                A_full[68] = 0.0;
-                A_full[69] = v221;
-                A_full[70] = v222;
-                A_full[71] = v223;
-                A_full[72] = 0.0;
-                A_full[73] = v214;
-                A_full[74] = v215;
-                A_full[75] = 0.0;
-                A_full[76] = 0.0;
-                A_full[77] = v216;
-                A_full[78] = v217;
-                A_full[79] = v218;
-                A_full[80] = 0.0;
-                A_full[81] = v204;
-                A_full[82] = v205;
-                A_full[83] = 0.0;
-                A_full[84] = 0.0;
-                A_full[85] = v206;
-                A_full[86] = v207;
-                A_full[87] = v208;
-                A_full[88] = 0.0;
-                A_full[89] = v194;
-                A_full[90] = v195;
-                A_full[91] = 0.0;
-                A_full[92] = 0.0;
-                A_full[93] = v196;
-                A_full[94] = v197;
-                A_full[95] = v198;
-                if (!all_finite(A_full, 96)) return NONFINITE_RESULT;
-            }
-        }
-        if (!fast_rest) {
-            /* the general path needs the partition, the dense blocks, and M_qq and
-               M_uu factorized in place */
-            if (!dependent_q && !dependent_u) set_partition(0, 0, w);
-#if !M_QQ_IS_IDENTITY
-            if (fast_qq) {
-                zero_at(w->M_qq, zeros_M_qq, 29);
-                if (lu_factor(NQ, w->M_qq, w->pivot_q, 0.0))
-                    return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
-            }
-#endif
-            if (fast_uu) {
-                zero_at(w->M_uu, zeros_M_uu, 63);
-                zero_at(w->speed_residual, zeros_speed_residual, 2);
-                if (lu_factor(NW, w->M_uu, w->pivot_u, 0.0))
-                    return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
-            }
-            zero_at(w->J_c, zeros_J_c, 4);
-            zero_at(w->J_vq, zeros_J_vq, 16);
-            zero_at(w->B_v, zeros_B_v, 12);
-            zero_at(w->A_qq, zeros_A_qq, 29);
-            zero_at(w->A_qu, zeros_A_qu, 28);
-            zero_at(w->M_uq, zeros_M_uq, 52);
-            zero_at(w->A_uq, zeros_A_uq, 41);
-            zero_at(w->A_uu, zeros_A_uu, 32);
-            status = solve_linear_system(w);
-            if (status != DISK_OK) return status;
-            copy_outputs(w, A, B, A_full, B_full);
-        }
-    }
-    copy_rates(w, qdot, udot);
-    return DISK_OK;
+    status = evaluate_point(work, t, q, u, r, p);
+    violation = check_constraints(work, tol);   /* reported first: the point is wrong */
+    if (violation != DISK_OK) return violation;
+    if (status != DISK_OK) return status;
+    evaluate_jacobians(work, t, q, u, r, p);
+    status = PIVOT_REJECTED;
+    if (!partition_given && work->straight_line_kinematic_rates && work->straight_line_dynamic_rates)
+        status = straight_line_solution(work, A, B, A_full, B_full);
+    if (status == PIVOT_REJECTED && !partition_given) set_partition(0, 0, work);
+    if (status == PIVOT_REJECTED) status = general_solution(work, A, B, A_full, B_full);
+    if (status == DISK_OK) copy_rates(work, qd, ud);
+    return status;
 }
 
 int disk_state_derivative(double t, const double *q, const double *u, const double *r,
-        const double *p, double *qdot, double *udot, disk_workspace *w)
+        const double *p, double *qd, double *ud, disk_workspace *work)
 {
-    const double *qd = w ? w->qd : 0;
-    int fast_qq = 1, fast_uu = 1;
-    int status;
-    if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
-    status = check_inputs(t, q, u, r, p);
-    if (status != DISK_OK) return status;
-    if (!p) p = disk_default_parameters;
-    if (!r) {
-        fill_zero(w->r_zero, NR + 1);
-        r = w->r_zero;
-    }
-    (void)t; (void)r; (void)qd;
-
-    const double x0 = cos(q[1]);
-    const double x1 = p[1]*x0;
-    const double x5 = p[1]*u[0];
-    const double x9 = sin(q[1]);
-    const double x13 = cos(q[0]);
-    const double x14 = p[1]*x13;
-    const double x15 = sin(q[0]);
-    const double x16 = u[0]*x1;
-    const double x17 = u[1]*x14 + x15*x16;
-    const double x18 = p[1]*u[1]*x15 - x13*x16;
-    const double x19 = x5*x9;
-    w->M_qq[1] = 1;
-    w->M_qq[6] = x9;
-    w->M_qq[8] = 1;
-    w->M_qq[12] = x0;
-    w->M_qq[21] = 1;
-    w->M_qq[28] = 1;
-    w->M_qq[35] = 1;
-    w->kinematic_residual[0] = -u[0];
-    w->kinematic_residual[1] = -u[1];
-    w->kinematic_residual[2] = -u[2];
-    w->kinematic_residual[3] = x17;
-    w->kinematic_residual[4] = x18;
-    w->kinematic_residual[5] = -x19;
-    double scale_qq = 0.0;
-    if (fabs(w->M_qq[12]) > scale_qq) scale_qq = fabs(w->M_qq[12]);
-    if (fabs(w->M_qq[1]) > scale_qq) scale_qq = fabs(w->M_qq[1]);
-    if (fabs(w->M_qq[6]) > scale_qq) scale_qq = fabs(w->M_qq[6]);
-    if (fabs(w->M_qq[8]) > scale_qq) scale_qq = fabs(w->M_qq[8]);
-    if (fabs(w->M_qq[21]) > scale_qq) scale_qq = fabs(w->M_qq[21]);
-    if (fabs(w->M_qq[28]) > scale_qq) scale_qq = fabs(w->M_qq[28]);
-    if (fabs(w->M_qq[35]) > scale_qq) scale_qq = fabs(w->M_qq[35]);
-    if (!(fabs(w->M_qq[12]) > SINGULAR_RTOL * scale_qq && fabs(w->M_qq[12]) >= PIVOT_TAU * fabs(w->M_qq[6]))) fast_qq = 0;
-    const double v0 = 1.0 / w->M_qq[12];
-    const double v1 = w->M_qq[6] * v0;
-    if (!(fabs(w->M_qq[1]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v2 = 1.0 / w->M_qq[1];
-    if (!(fabs(w->M_qq[8]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v3 = 1.0 / w->M_qq[8];
-    if (!(fabs(w->M_qq[21]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v4 = 1.0 / w->M_qq[21];
-    if (!(fabs(w->M_qq[28]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v5 = 1.0 / w->M_qq[28];
-    if (!(fabs(w->M_qq[35]) > SINGULAR_RTOL * scale_qq)) fast_qq = 0;
-    const double v6 = 1.0 / w->M_qq[35];
-    const double v7 = -w->kinematic_residual[0];
-    const double v8 = -w->kinematic_residual[1];
-    const double v9 = -w->kinematic_residual[2];
-    const double v10 = -w->kinematic_residual[3];
-    const double v11 = -w->kinematic_residual[4];
-    const double v12 = -w->kinematic_residual[5];
-    const double v13 = v8 - v1 * v9;
-    const double v14 = v12 * v6;
-    const double v15 = v11 * v5;
-    const double v16 = v10 * v4;
-    const double v17 = v13 * v3;
-    const double v18 = v7 * v2;
-    const double v19 = v9 * v0;
-    if (fast_qq) {
-        w->qd[0] = v19;
-        w->qd[1] = v18;
-        w->qd[2] = v17;
-        w->qd[3] = v16;
-        w->qd[4] = v15;
-        w->qd[5] = v14;
-    }
-    if (!fast_qq) {
-        zero_at(w->M_qq, zeros_M_qq, 29);
-        status = solve_qd(w);
-        if (status != DISK_OK) return status;
-    }
-    const double x2 = cos(q[2]);
-    const double x3 = p[1]*x2;
-    const double x4 = u[1]*x3;
-    const double x6 = sin(q[2]);
-    const double x7 = p[1]*x6;
-    const double x8 = u[1]*x7;
-    const double x11 = -p[1];
-    const double x20 = (p[1]*p[1]);
-    const double x21 = p[0]*x20;
-    const double x22 = (1.0/4.0)*x21;
-    const double x23 = -(x2*x2)*x22 - x22*(x6*x6);
-    const double x24 = -p[0];
-    const double x25 = qd[2]*x8;
-    const double x26 = qd[2]*x4;
-    const double x27 = u[0]*x6;
-    const double x28 = u[2]*x2 + x27;
-    const double x29 = p[0]*u[1];
-    const double x30 = (1.0/4.0)*x20;
-    const double x31 = x29*x30;
-    const double x32 = u[0]*u[2];
-    const double x33 = (1.0/x0);
-    const double x34 = x33*x9;
-    const double x35 = u[0]*u[1] - x32*x34;
-    const double x36 = (u[2]*u[2]);
-    const double x37 = -u[1]*u[2] + x33*x36*x9;
-    const double x38 = x2*x37 - x35*x6;
-    const double x39 = (1.0/4.0)*p[0]*x20*x38 - x28*x31;
-    const double x40 = u[0]*x2;
-    const double x41 = -u[2]*x6 + x40;
-    const double x42 = x31*x41;
-    const double x43 = x2*x35 + x37*x6;
-    const double x44 = x22*x43 + x42;
-    const double x45 = x2*x39 + x44*x6;
-    const double x46 = x39*x6;
-    const double x47 = x2*x44;
-    const double x48 = p[0]*p[2];
-    const double x49 = x0*x48;
-    const double x50 = x49*x6;
-    const double x51 = x48*x9;
-    const double x52 = x2*x49;
-    w->M_uu[1] = x3;
-    w->M_uu[3] = 1;
-    w->M_uu[9] = x11;
-    w->M_uu[13] = 1;
-    w->M_uu[19] = x7;
-    w->M_uu[23] = 1;
-    w->M_uu[27] = x23;
-    w->M_uu[34] = x11;
-    w->M_uu[37] = -1.0/2.0*x21;
-    w->M_uu[42] = x3;
-    w->M_uu[44] = x7;
-    w->M_uu[47] = x23;
-    w->M_uu[57] = x24;
-    w->M_uu[60] = 1;
-    w->M_uu[67] = x24;
-    w->M_uu[70] = 1;
-    w->M_uu[77] = x24;
-    w->M_uu[80] = 1;
-    w->speed_residual[0] = -x25;
-    w->speed_residual[2] = x26;
-    w->speed_residual[3] = -x45;
-    w->speed_residual[5] = x46 - x47;
-    w->speed_residual[6] = -p[0]*(u[1]*u[5] - u[4]*x28) - x50;
-    w->speed_residual[7] = -p[0]*(u[3]*x28 - u[5]*x41) + x51;
-    w->speed_residual[8] = -p[0]*(-u[1]*u[3] + u[4]*x41) + x52;
-    double scale_uu = 0.0;
-    if (fabs(w->M_uu[9]) > scale_uu) scale_uu = fabs(w->M_uu[9]);
-    if (fabs(w->M_uu[13]) > scale_uu) scale_uu = fabs(w->M_uu[13]);
-    if (fabs(w->M_uu[1]) > scale_uu) scale_uu = fabs(w->M_uu[1]);
-    if (fabs(w->M_uu[3]) > scale_uu) scale_uu = fabs(w->M_uu[3]);
-    if (fabs(w->M_uu[47]) > scale_uu) scale_uu = fabs(w->M_uu[47]);
-    if (fabs(w->M_uu[57]) > scale_uu) scale_uu = fabs(w->M_uu[57]);
-    if (fabs(w->M_uu[60]) > scale_uu) scale_uu = fabs(w->M_uu[60]);
-    if (fabs(w->M_uu[67]) > scale_uu) scale_uu = fabs(w->M_uu[67]);
-    if (fabs(w->M_uu[70]) > scale_uu) scale_uu = fabs(w->M_uu[70]);
-    if (fabs(w->M_uu[19]) > scale_uu) scale_uu = fabs(w->M_uu[19]);
-    if (fabs(w->M_uu[23]) > scale_uu) scale_uu = fabs(w->M_uu[23]);
-    if (fabs(w->M_uu[37]) > scale_uu) scale_uu = fabs(w->M_uu[37]);
-    if (fabs(w->M_uu[42]) > scale_uu) scale_uu = fabs(w->M_uu[42]);
-    if (fabs(w->M_uu[44]) > scale_uu) scale_uu = fabs(w->M_uu[44]);
-    if (fabs(w->M_uu[27]) > scale_uu) scale_uu = fabs(w->M_uu[27]);
-    if (fabs(w->M_uu[34]) > scale_uu) scale_uu = fabs(w->M_uu[34]);
-    if (fabs(w->M_uu[77]) > scale_uu) scale_uu = fabs(w->M_uu[77]);
-    if (fabs(w->M_uu[80]) > scale_uu) scale_uu = fabs(w->M_uu[80]);
-    if (!(fabs(w->M_uu[9]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[9]) >= PIVOT_TAU * fabs(w->M_uu[27]))) fast_uu = 0;
-    const double v20 = 1.0 / w->M_uu[9];
-    const double v21 = w->M_uu[27] * v20;
-    const double v22 = v21 * w->M_uu[13];
-    const double v23 = -v22;
-    if (!(fabs(w->M_uu[1]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[19]) && fabs(w->M_uu[1]) >= PIVOT_TAU * fabs(w->M_uu[37]))) fast_uu = 0;
-    const double v24 = 1.0 / w->M_uu[1];
-    const double v25 = w->M_uu[19] * v24;
-    const double v26 = v25 * w->M_uu[3];
-    const double v27 = -v26;
-    const double v28 = w->M_uu[37] * v24;
-    const double v29 = v28 * w->M_uu[3];
-    const double v30 = -v29;
-    if (!(fabs(w->M_uu[47]) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
-    const double v31 = 1.0 / w->M_uu[47];
-    if (!(fabs(w->M_uu[57]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[57]) >= PIVOT_TAU * fabs(v27) && fabs(w->M_uu[57]) >= PIVOT_TAU * fabs(v30))) fast_uu = 0;
-    const double v32 = 1.0 / w->M_uu[57];
-    const double v33 = v27 * v32;
-    const double v34 = v33 * w->M_uu[60];
-    const double v35 = -v34;
-    const double v36 = v30 * v32;
-    const double v37 = w->M_uu[42] - v36 * w->M_uu[60];
-    if (!(fabs(w->M_uu[67]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[67]) >= PIVOT_TAU * fabs(v23))) fast_uu = 0;
-    const double v38 = 1.0 / w->M_uu[67];
-    const double v39 = v23 * v38;
-    const double v40 = w->M_uu[34] - v39 * w->M_uu[70];
-    if (!(fabs(w->M_uu[23]) > SINGULAR_RTOL * scale_uu && fabs(w->M_uu[23]) >= PIVOT_TAU * fabs(w->M_uu[77]))) fast_uu = 0;
-    const double v41 = 1.0 / w->M_uu[23];
-    const double v42 = w->M_uu[77] * v41;
-    const double v43 = v42 * v35;
-    const double v44 = -v43;
-    if (!(fabs(v37) > SINGULAR_RTOL * scale_uu && fabs(v37) >= PIVOT_TAU * fabs(v44))) fast_uu = 0;
-    const double v45 = 1.0 / v37;
-    const double v46 = v44 * v45;
-    const double v47 = w->M_uu[80] - v46 * w->M_uu[44];
-    if (!(fabs(v40) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
-    const double v48 = 1.0 / v40;
-    if (!(fabs(v47) > SINGULAR_RTOL * scale_uu)) fast_uu = 0;
-    const double v49 = 1.0 / v47;
-    const double v50 = -w->speed_residual[0];
-    const double v51 = -w->speed_residual[2];
-    const double v52 = -w->speed_residual[3];
-    const double v53 = -w->speed_residual[5];
-    const double v54 = -w->speed_residual[6];
-    const double v55 = -w->speed_residual[7];
-    const double v56 = -w->speed_residual[8];
-    const double v57 = v51 - v25 * v50;
-    const double v58 = v57 - v33 * v54;
-    const double v59 = v28 * v50;
-    const double v60 = -v59;
-    const double v61 = v60 - v36 * v54;
-    const double v62 = v52 - v39 * v55;
-    const double v63 = v56 - v42 * v58;
-    const double v64 = v63 - v46 * v61;
-    const double v65 = v64 * v49;
-    const double v66 = v62 * v48;
-    const double v67 = v61 - w->M_uu[44] * v65;
-    const double v68 = v67 * v45;
-    const double v69 = v58 - v35 * v68;
-    const double v70 = v69 * v41;
-    const double v71 = v55 - w->M_uu[70] * v66;
-    const double v72 = v71 * v38;
-    const double v73 = v54 - w->M_uu[60] * v68;
-    const double v74 = v73 * v32;
-    const double v75 = v53 * v31;
-    const double v76 = v50 - w->M_uu[3] * v74;
-    const double v77 = v76 * v24;
-    const double v78 = w->M_uu[13] * v72;
-    const double v79 = -v78;
-    const double v80 = v79 * v20;
-    if (fast_uu) {
-        w->ud[0] = v80;
-        w->ud[1] = v77;
-        w->ud[2] = v75;
-        w->ud[3] = v74;
-        w->ud[4] = v72;
-        w->ud[5] = v70;
-        w->ud[6] = v68;
-        w->ud[7] = v66;
-        w->ud[8] = v65;
-    }
-    if (!fast_uu) {
-        zero_at(w->M_uu, zeros_M_uu, 63);
-        zero_at(w->speed_residual, zeros_speed_residual, 2);
-        status = solve_ud(w);
-        if (status != DISK_OK) return status;
-    }
-    if (!all_finite(w->qd, NQ) || !all_finite(w->ud, NU)) return DISK_ERR_NONFINITE_RESULT;
-    copy_rates(w, qdot, udot);
-    return DISK_OK;
+    int status = prepare(t, q, u, &r, &p, work);
+    if (status == DISK_OK) status = evaluate_point(work, t, q, u, r, p);
+    if (status == DISK_OK) copy_rates(work, qd, ud);
+    return status;
 }
 
 int disk_constraint_residuals(double t, const double *q, const double *u, const double *p,
         double *f_c, double *f_v)
 {
-    double unused_f_c[NC + 1], unused_f_v[NV + 1];
+    double unused_f_c[NC + 1], unused_f_v[NV + 1], carried[9 + 1];
     int status;
     if (!q || !u) return DISK_ERR_NULL_ARGUMENT;
     status = check_inputs(t, q, u, 0, p);
@@ -1448,86 +1317,22 @@ int disk_constraint_residuals(double t, const double *q, const double *u, const 
     if (!p) p = disk_default_parameters;
     if (!f_c) f_c = unused_f_c;
     if (!f_v) f_v = unused_f_v;
-    (void)t;
-    const double x0 = cos(q[1]);
-    const double x1 = p[1]*x0;
-    const double x2 = cos(q[2]);
-    const double x3 = p[1]*x2;
-    const double x4 = u[1]*x3;
-    const double x5 = p[1]*u[0];
-    const double x6 = sin(q[2]);
-    const double x7 = p[1]*x6;
-    const double x8 = u[1]*x7;
-    f_c[0] = q[5] + x1;
-    f_v[0] = u[3] + x4;
-    f_v[1] = u[4] - x5;
-    f_v[2] = u[5] + x8;
+    evaluate_residuals(t, q, u, p, f_c, f_v, carried);
     return all_finite(f_c, NC) && all_finite(f_v, NV) ? DISK_OK : DISK_ERR_NONFINITE_RESULT;
 }
 
 int disk_complete_point(double t, double *q, double *u, const double *p,
         const int *dependent_q, const int *dependent_u, double tol, int max_iter,
-        disk_workspace *w)
+        disk_workspace *work)
 {
-    int status, iteration, i, k;
-    if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
-    status = check_inputs(t, q, u, 0, p);
-    if (status != DISK_OK) return status;
-    status = set_partition(dependent_q, dependent_u, w);
-    if (status != DISK_OK) return status;
-    if (!p) p = disk_default_parameters;
-    (void)t;
-
-    /* Newton's method on f_c(q) = 0 for the dependent coordinates */
-    for (iteration = 0;; ++iteration) {
-        const double x0 = cos(q[1]);
-        const double x1 = p[1]*x0;
-        const double x9 = sin(q[1]);
-        const double x10 = p[1]*x9;
-        w->f_c[0] = q[5] + x1;
-        fill_zero(w->J_c, 6);
-        w->J_c[1] = -x10;
-        w->J_c[5] = 1;
-        if (!all_finite(w->f_c, NC)) return DISK_ERR_NONFINITE_RESULT;
-        if (norm_inf(w->f_c, NC) <= tol) break;
-        if (iteration >= max_iter) return DISK_ERR_NO_CONVERGENCE;
-        for (i = 0; i < NC; ++i)
-            for (k = 0; k < NC; ++k) w->Jc_dependent[i * NC + k] = w->J_c[i * NQ + w->dependent_q[k]];
-        if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
-            return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
-        lu_solve(NC, w->Jc_dependent, w->pivot_c, w->f_c, 1);
-        for (k = 0; k < NC; ++k) q[w->dependent_q[k]] -= w->f_c[k];
-    }
-
-    /* f_v = B_v u + b is linear in u: one exact step for the dependent speeds */
-    {
-        const double x2 = cos(q[2]);
-        const double x3 = p[1]*x2;
-        const double x4 = u[1]*x3;
-        const double x5 = p[1]*u[0];
-        const double x6 = sin(q[2]);
-        const double x7 = p[1]*x6;
-        const double x8 = u[1]*x7;
-        const double x11 = -p[1];
-        w->f_v[0] = u[3] + x4;
-        w->f_v[1] = u[4] - x5;
-        w->f_v[2] = u[5] + x8;
-        fill_zero(w->B_v, 18);
-        w->B_v[1] = x3;
-        w->B_v[3] = 1;
-        w->B_v[6] = x11;
-        w->B_v[10] = 1;
-        w->B_v[13] = x7;
-        w->B_v[17] = 1;
-    }
-    for (i = 0; i < NV; ++i)
-        for (k = 0; k < NV; ++k) w->Bv_dependent[i * NV + k] = w->B_v[i * NU + w->dependent_u[k]];
-    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
-        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
-    lu_solve(NV, w->Bv_dependent, w->pivot_v, w->f_v, 1);
-    for (k = 0; k < NV; ++k) u[w->dependent_u[k]] -= w->f_v[k];
-    if (!all_finite(q, NQ) || !all_finite(u, NU)) return DISK_ERR_NONFINITE_RESULT;
-    return DISK_OK;
+    const double *r = 0;
+    int status = prepare(t, q, u, &r, &p, work);
+    if (status == DISK_OK) status = set_partition(dependent_q, dependent_u, work);
+    if (status == DISK_OK) status = complete_coordinates(work, t, q, u, r, p, tol, max_iter);
+    if (status == DISK_OK) status = complete_speeds(work, u);
+    if (status == DISK_OK && !(all_finite(q, NQ) && all_finite(u, NU)))
+        status = DISK_ERR_NONFINITE_RESULT;
+    return status;
 }
 
 const char *disk_status_message(int status)
@@ -1559,7 +1364,9 @@ const char *disk_status_message(int status)
 #undef NQI
 #undef NUI
 #undef NX
-#undef M_QQ_IS_IDENTITY
+#undef ND
 #undef SINGULAR_RTOL
 #undef PIVOT_TAU
 #undef NONFINITE_RESULT
+#undef PIVOT_REJECTED
+#undef STAGE

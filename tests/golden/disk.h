@@ -65,8 +65,8 @@ extern "C" {
 #define DISK_ERR_CONFIGURATION_CONSTRAINT 3
 /* |f_v|_inf > tol: the speeds violate the velocity constraints (as above). */
 #define DISK_ERR_VELOCITY_CONSTRAINT 4
-/* M_qq = d f_k/d qd is singular: the kinematic equations do not determine qd here
-   (a coordinate singularity of the model, e.g. gimbal lock). */
+/* M_qq = d f_k/d qd is singular: the kinematic equations do not determine qd here (a
+   coordinate singularity of the model, e.g. gimbal lock). */
 #define DISK_ERR_SINGULAR_M_QQ 5
 /* The speed mass matrix [M_uuc; M_uud] is singular: the dynamic equations with the
    acceleration constraints do not determine ud here. */
@@ -134,8 +134,12 @@ typedef struct disk_workspace {
     double T_q[DISK_NQ * DISK_NQ + 1], T_u[DISK_NW * DISK_NQ + 1];
     double A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
+    double A[DISK_NX * DISK_NX + 1], B[DISK_NX * DISK_NR + 1];
     double r_zero[DISK_NR + 1];
-    int pivot_q[DISK_NQ + 1], pivot_u[DISK_NW + 1];
+    /* common subexpressions and factors one stage computes and a later one uses */
+    double carried[69 + 1];
+    int straight_line_kinematic_rates, straight_line_dynamic_rates;
+    int pivot_qq[DISK_NQ + 1], pivot_uu[DISK_NW + 1];
     int pivot_c[DISK_NC + 1], pivot_v[DISK_NV + 1];
     int dependent_q[DISK_NC + 1], independent_q[DISK_NQI + 1];
     int dependent_u[DISK_NV + 1], independent_u[DISK_NUI + 1];

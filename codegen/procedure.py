@@ -1,0 +1,267 @@
+"""The numeric procedure, described once as named steps.
+
+Every call of the generated code runs, after the symbolic blocks are
+evaluated (Peterson's thesis chapter, DESIGN.md section 2):
+
+    qd*  from  M_qq qd = -f_k(q, qd = 0, u, t)
+    ud*  from  M_uu [ud; lambda] = -[f_a; f_d](q, qd*, u, ud = 0, r, t)
+    K_c = (J_c P_qd)^-1 J_c P_qi,  K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui]
+    T_x = A_xq + A_xu C_1 = A_xq - A_xu P_ud K_q                (x = q, u)
+    A~  = [T_q C_0, A_qu C_2; T_u C_0, A_uu C_2],  X C_0 = X P_qi - X P_qd K_c,
+                                                   X C_2 = X P_ui - X P_ud K_u
+    A'  = M^-1 A~, B' = M^-1 [0; 0; B_u]   (block forward substitution, M = [M_qq 0; M_uq M_uu])
+    A, B = the rows of A', B' of the independent states
+
+Here that procedure is data: a list of :class:`Stage` objects, each holding
+the symbolic blocks it evaluates and its numeric steps (:class:`Factor`,
+:class:`Solve`, :class:`SubtractProduct`, ...) on :class:`View` objects
+(workspace arrays, or rows and columns of them; a column selection by a
+partition's index array is a view too). Two renderings read it:
+
+* :mod:`codegen.straight_line` runs the steps on traced values for the
+  model's default partition, with static pivots, and gives straight-line C;
+* the template macros of ``templates/util.c.jinja`` turn each step into calls
+  of small generic C helpers (LU with partial pivoting, solve, gather,
+  multiply-subtract), for any partition.
+
+A change to the mathematics is a change here; both renderings follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Sizes are tuples of size names, summed: ("nq", "nui") is NQ + NUI.
+# nw: unknowns of the speed-level solve (speeds, plus the multipliers);
+# nd: the dynamic equations (nw - nv rows of B_u).
+ARRAYS = {
+    # name: (rows, columns)
+    "f_c": (("nc",), ("one",)), "f_v": (("nv",), ("one",)),
+    "J_c": (("nc",), ("nq",)), "J_vq": (("nv",), ("nq",)), "B_v": (("nv",), ("nu",)),
+    "M_qq": (("nq",), ("nq",)), "kinematic_residual": (("nq",), ("one",)), "qd": (("nq",), ("one",)),
+    "M_uu": (("nw",), ("nw",)), "speed_residual": (("nw",), ("one",)), "ud": (("nw",), ("one",)),
+    "A_qq": (("nq",), ("nq",)), "A_qu": (("nq",), ("nu",)), "M_uq": (("nw",), ("nq",)),
+    "A_uq": (("nw",), ("nq",)), "A_uu": (("nw",), ("nu",)), "B_u": (("nd",), ("nr",)),
+    "Jc_dependent": (("nc",), ("nc",)), "Bv_dependent": (("nv",), ("nv",)),
+    "K_c": (("nc",), ("nqi",)), "K_v": (("nv",), ("nq", "nui")),
+    "T_q": (("nq",), ("nq",)), "T_u": (("nw",), ("nq",)),
+    "A_full": (("nq", "nw"), ("nx",)), "B_full": (("nq", "nw"), ("nr",)),
+}
+
+# index arrays of a partition and their lengths
+INDEX_SETS = {"dependent_q": ("nc",), "independent_q": ("nqi",),
+              "dependent_u": ("nv",), "independent_u": ("nui",)}
+
+
+@dataclass(frozen=True)
+class View:
+    """Rows ``row_start .. row_start + rows`` of a workspace array and either
+    the columns ``col_start .. col_start + cols`` or those listed in the index
+    array ``index``. ``None`` for rows or cols: all of them."""
+
+    array: str
+    row_start: tuple = ()
+    rows: tuple | None = None
+    col_start: tuple = ()
+    cols: tuple | None = None
+    index: str | None = None
+
+    @property
+    def row_count(self):
+        return ARRAYS[self.array][0] if self.rows is None else self.rows
+
+    @property
+    def col_count(self):
+        if self.index is not None:
+            return INDEX_SETS[self.index]
+        return ARRAYS[self.array][1] if self.cols is None else self.cols
+
+    @property
+    def stride(self):
+        return ARRAYS[self.array][1]
+
+    @property
+    def whole(self):
+        return not (self.row_start or self.rows or self.col_start or self.cols or self.index)
+
+
+@dataclass(frozen=True)
+class Factor:
+    """LU factors of the square matrix ``matrix``, kept as ``name`` for later
+    solves. Singular (``status``) when a pivot is not larger than the relative
+    tolerance times the largest entry of ``matrix``, or of ``scale`` (the
+    array the matrix's columns come from) when that is larger."""
+
+    kind = "factor"   # the template macro that lays the step out as loops
+    name: str
+    matrix: View
+    status: str
+    scale: str | None = None
+    workspace: str | None = None   # array holding the factors (None: in place)
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Solve:
+    """``out = factor^-1 [rhs_1, rhs_2, ...]`` (the right-hand sides side by
+    side, negated when ``negate``); no ``rhs``: in place, ``out`` is the
+    right-hand side."""
+
+    kind = "solve"   # the template macro that lays the step out as loops
+    factor: str
+    out: View
+    rhs: tuple = ()
+    negate: bool = False
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class SubtractProduct:
+    """``out = minuend - a b`` (no minuend: ``out -= a b``)."""
+
+    kind = "subtract_product"   # the template macro that lays the step out as loops
+    out: View
+    a: View
+    b: View
+    minuend: View | None = None
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Zero:
+    kind = "zero"   # the template macro that lays the step out as loops
+    out: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``out = source`` (``-source`` when ``negate``)."""
+
+    kind = "copy"   # the template macro that lays the step out as loops
+    out: View
+    source: View
+    negate: bool = False
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class CheckFinite:
+    """NONFINITE_RESULT unless the arrays' first ``rows`` rows are finite."""
+
+    kind = "check_finite"   # the template macro that lays the step out as loops
+    views: tuple
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class SelectRows:
+    """The outputs: A, B (rows of the independent states of A_full, B_full)
+    and A_full, B_full (the rows of all coordinates and speeds)."""
+
+    kind = "select_rows"   # the template macro that lays the step out as loops
+    what: str = "row selection: A, B for the independent states; A', B' for all"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a call: the symbolic blocks it evaluates (named in
+    Derivation.stages), then its numeric steps."""
+
+    name: str
+    evaluates: str | None
+    steps: tuple
+    what: str = ""
+    results: tuple = ()   # views of the workspace later stages read
+
+
+def _kinematic_rates(kinematic_identity):
+    if kinematic_identity:
+        return (Copy(View("qd"), View("kinematic_residual"), negate=True,
+                     what="qd* = -f_k (M_qq is the identity)"),
+                CheckFinite((View("qd"),)))
+    return (Factor("qq", View("M_qq"), "SINGULAR_M_QQ", what="M_qq"),
+            Solve("qq", View("qd"), (View("kinematic_residual"),), negate=True,
+                  what="qd* = -M_qq^-1 f_k"),
+            CheckFinite((View("qd"),)))
+
+
+DYNAMIC_RATES = (
+    Factor("uu", View("M_uu"), "SINGULAR_M_UU", what="M_uu = [M_uuc; M_uud]"),
+    Solve("uu", View("ud"), (View("speed_residual"),), negate=True,
+          what="[ud*; lambda*] = -M_uu^-1 [f_a; f_d]"),
+    CheckFinite((View("ud"),)),
+)
+
+K_q = View("K_v", cols=("nq",))
+K_u = View("K_v", col_start=("nq",), cols=("nui",))
+A_q = View("A_full", rows=("nq",))                       # rows of the coordinates
+A_u = View("A_full", row_start=("nq",), rows=("nw",))    # rows of the speeds (and multipliers)
+
+
+def _times_C(out, T, X):
+    """A~ of the rows of out (A_q or A_u): [T C_0, X C_2]."""
+    rows, start = out.row_count, out.row_start
+    return (
+        SubtractProduct(View(out.array, start, rows, (), ("nqi",)), View(T, index="dependent_q"),
+                        View("K_c"), minuend=View(T, index="independent_q"),
+                        what=f"{T} C_0 = {T} P_qi - {T} P_qd K_c"),
+        SubtractProduct(View(out.array, start, rows, ("nqi",), ("nui",)),
+                        View(X, index="dependent_u"), K_u, minuend=View(X, index="independent_u"),
+                        what=f"{X} C_2 = {X} P_ui - {X} P_ud K_u"),
+    )
+
+
+def _solution(kinematic_identity):
+    steps = [
+        Factor("c", View("J_c", index="dependent_q"), "SINGULAR_CONFIGURATION_PARTITION", scale="J_c",
+               workspace="Jc_dependent", what="J_c P_qd"),
+        Solve("c", View("K_c"), (View("J_c", index="independent_q"),), what="K_c = (J_c P_qd)^-1 J_c P_qi"),
+        Factor("v", View("B_v", index="dependent_u"), "SINGULAR_VELOCITY_PARTITION", scale="B_v",
+               workspace="Bv_dependent", what="B_v P_ud"),
+        Solve("v", View("K_v"), (View("J_vq"), View("B_v", index="independent_u")),
+              what="K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui]"),
+        SubtractProduct(View("T_q"), View("A_qu", index="dependent_u"), K_q, minuend=View("A_qq"),
+                        what="T_q = A_qq + A_qu C_1 = A_qq - A_qu P_ud K_q"),
+        SubtractProduct(View("T_u"), View("A_uu", index="dependent_u"), K_q, minuend=View("A_uq"),
+                        what="T_u = A_uq + A_uu C_1 = A_uq - A_uu P_ud K_q"),
+        *_times_C(A_q, "T_q", "A_qu"),
+        *_times_C(A_u, "T_u", "A_uu"),
+    ]
+    if not kinematic_identity:
+        steps.append(Solve("qq", A_q, what="block forward substitution: A'_q = M_qq^-1 A~_q"))
+    steps += [
+        SubtractProduct(A_u, View("M_uq"), A_q, what="A~_u - M_uq A'_q"),
+        Solve("uu", A_u, what="A'_u = M_uu^-1 (A~_u - M_uq A'_q)"),
+        Zero(View("B_full", rows=("nq", "nv")), what="B' = M^-1 [0; 0; B_u]: no coordinate rows"),
+        Copy(View("B_full", row_start=("nq", "nv"), rows=("nd",)), View("B_u")),
+        Solve("uu", View("B_full", row_start=("nq",), rows=("nw",))),
+        CheckFinite((View("A_full", rows=("nq", "nu")), View("B_full", rows=("nq", "nu")))),
+        SelectRows(),
+    ]
+    return tuple(steps)
+
+
+def completion_steps(stages):
+    """complete_point: the Newton step on f_c(q) = 0 for the dependent
+    coordinates, and the one exact step of f_v(u) = 0 (linear in u) for the
+    dependent speeds, with the factorizations of the solution stage."""
+    factor = {step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)}
+    return dict(
+        coordinates=(factor["c"], Solve("c", View("f_c"), what="the Newton step (J_c P_qd)^-1 f_c")),
+        speeds=(factor["v"], Solve("v", View("f_v"), what="the step (B_v P_ud)^-1 f_v")))
+
+
+def procedure(kinematic_identity):
+    """The stages of a call of linearize, in order. state_derivative runs the
+    first four; complete_point the first two."""
+    return (
+        Stage("residuals", "residuals", (), "the constraint residuals f_c, f_v"),
+        Stage("constraint_jacobians", "constraint_jacobians", (), "J_c, J_vq, B_v"),
+        Stage("kinematic_rates", "kinematics", _kinematic_rates(kinematic_identity), "qd*",
+              results=(View("qd"),)),
+        Stage("dynamic_rates", "dynamics", DYNAMIC_RATES, "ud* (and the multipliers)",
+              results=(View("ud"),)),
+        Stage("jacobians", "jacobians", (), "the Jacobian blocks at (q, qd*, u, ud*, r, t)"),
+        Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
+    )

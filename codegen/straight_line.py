@@ -1,0 +1,490 @@
+"""The numeric procedure as straight-line C, for the model's default partition.
+
+:mod:`codegen.procedure` describes the steps; this module runs them in Python
+on *traced* values (a temporary, an element of a workspace array, or an exact
+constant for a structural zero or one), and every arithmetic operation becomes
+one operation record. Operations with a structural zero are never recorded,
+so the generated code does only the arithmetic the sparsity of the blocks
+leaves. The records are data: ``templates/util.c.jinja`` lays them out as C.
+
+Pivoting in straight-line code is static: the pivot order of each LU
+factorization is chosen here, on sample values of the matrix (a few random
+points), and every pivot is checked at run time *before* anything divides by
+it: against the other candidates of its column (threshold partial pivoting:
+``|pivot| >= PIVOT_TAU * |a_ik|``) and against the matrix scale
+(``SINGULAR_RTOL``). A failed check returns from the straight-line function
+with an internal status, and the caller takes the general path (the looped
+rendering of the same procedure, dense LU with partial pivoting), which also
+reports singular matrices.
+
+The stages that run as separate C functions (qd*, ud*, the solution) are
+sections of one trace; a value one section computes and a later one uses (the
+LU factors of M_uu, say) is carried in the workspace.
+
+Only exact constants are folded (``0 * x``, ``1 * x``, ``x - 0``); no
+floating-point reassociation happens, so results are the same on every
+compiler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+from sympy.printing.pycode import PythonCodePrinter
+
+from .partition import complement
+from .procedure import (ARRAYS, CheckFinite, Copy, Factor, SelectRows, Solve, SubtractProduct,
+                        Zero)
+
+
+@dataclass(frozen=True)
+class Temp:
+    """A value computed by the straight-line code (rendered ``v<index>``)."""
+
+    index: int
+    kind = "temp"
+
+
+@dataclass(frozen=True)
+class Element:
+    """An entry of a workspace array, read only."""
+
+    array: str
+    index: int
+    kind = "element"
+
+
+def _is_const(value):
+    return isinstance(value, float)
+
+
+def _temps(values):
+    return [v for v in values if isinstance(v, Temp)]
+
+
+@dataclass(eq=False)
+class Operation:
+    """One record of the trace. ``op`` names the template macro that lays it out:
+
+    define       ``name = expr(args)``, expr in neg, mul, sub, sub_mul (c - a b), reciprocal
+    scale        the largest absolute value of ``initial`` and ``entries`` (of factor ``label``)
+    check_pivot  return PIVOT_REJECTED unless ``pivot`` passes against the scale and ``others``
+    reject       return PIVOT_REJECTED (a structurally zero pivot)
+    store        ``array[index] = value`` (workspace array, or the caller's if ``output``)
+    check_finite NONFINITE_RESULT unless the workspace array's ``count`` entries are finite
+    place_rows   the rows of A (B) into A_full (B_full), when asked for: ``outputs`` (A, A_full, width)
+    check_outputs NONFINITE_RESULT unless the ``outputs`` (target, count) the caller asked for are finite
+    """
+
+    op: str
+    section: int
+    name: Temp | None = None
+    expr: str = ""
+    args: tuple = ()
+    label: str = ""
+    initial: float = 0.0
+    entries: tuple = ()
+    pivot: object = None
+    others: tuple = ()
+    array: str = ""
+    index: int = 0
+    value: object = None
+    output: bool = False    # store into the caller's array, not the workspace's
+    count: int = 0
+    outputs: tuple = ()
+
+    def uses(self):
+        return _temps(self.args + self.entries + self.others + (self.pivot, self.value))
+
+
+class Trace:
+    """Records operations on traced values: floats (exact constants), Temp, Element."""
+
+    def __init__(self):
+        self.operations = []
+        self.count = 0
+        self.section = 0
+
+    def _new(self, expr, *args):
+        name = Temp(self.count)
+        self.count += 1
+        self.operations.append(Operation("define", self.section, name=name, expr=expr, args=args))
+        return name
+
+    def record(self, op, **fields):
+        """An operation with an effect (a store or a check): always kept."""
+        self.operations.append(Operation(op, self.section, **fields))
+
+    def neg(self, a):
+        if _is_const(a):
+            return -a
+        return self._new("neg", a)
+
+    def mul(self, a, b):
+        if _is_const(a) and _is_const(b):
+            return a * b
+        if a == 0.0 or b == 0.0:
+            return 0.0
+        if a == 1.0:
+            return b
+        if b == 1.0:
+            return a
+        if a == -1.0:
+            return self.neg(b)
+        if b == -1.0:
+            return self.neg(a)
+        return self._new("mul", a, b)
+
+    def sub_mul(self, c, a, b):
+        """c - a * b"""
+        if a == 0.0 or b == 0.0:
+            return c
+        if c == 0.0:
+            return self.neg(self.mul(a, b))
+        if _is_const(a) and _is_const(b):
+            return self.sub(c, a * b)
+        if a == 1.0:
+            return self.sub(c, b)
+        if b == 1.0:
+            return self.sub(c, a)
+        return self._new("sub_mul", c, a, b)
+
+    def sub(self, c, a):
+        if a == 0.0:
+            return c
+        if c == 0.0:
+            return self.neg(a)
+        if _is_const(a) and _is_const(c):
+            return c - a
+        return self._new("sub", c, a)
+
+    def reciprocal(self, a):
+        if _is_const(a):
+            return 1.0 / a
+        return self._new("reciprocal", a)
+
+    def sections(self, count, first_slot):
+        """The operations of each section: only definitions something uses; a
+        value a later section uses is stored in a carried slot of the workspace
+        (numbered from ``first_slot``) right after its definition, and read from
+        there where it is used."""
+        used = set()
+        kept = []
+        for operation in reversed(self.operations):
+            if operation.op == "define" and operation.name not in used:
+                continue
+            used.update(operation.uses())
+            kept.append(operation)
+        kept.reverse()
+        defined_in = {o.name: o.section for o in kept if o.op == "define"}
+        carried = sorted({v for o in kept for v in o.uses() if defined_in[v] < o.section},
+                         key=lambda v: v.index)
+        slot = {v: Element("carried", first_slot + k) for k, v in enumerate(carried)}
+
+        def read(v, section):
+            return slot[v] if isinstance(v, Temp) and defined_in[v] < section else v
+
+        # a result is stored right after its definition: no value stays live
+        # to the end of the function
+        stores_after = {}
+        for o in kept:
+            if o.op == "store" and isinstance(o.value, Temp) and defined_in[o.value] == o.section:
+                stores_after.setdefault(o.value, []).append(o)
+        for v in carried:
+            stores_after.setdefault(v, []).append(
+                Operation("store", defined_in[v], array="carried", index=slot[v].index, value=v))
+        result = [[] for _ in range(count)]
+        for o in kept:
+            if o.op == "store" and o in stores_after.get(o.value, ()):
+                continue
+            result[o.section].append(replace(
+                o, args=tuple(read(v, o.section) for v in o.args),
+                entries=tuple(read(v, o.section) for v in o.entries),
+                others=tuple(read(v, o.section) for v in o.others),
+                pivot=read(o.pivot, o.section), value=read(o.value, o.section)))
+            if o.op == "define":
+                result[o.section].extend(stores_after.get(o.name, ()))
+        return result, len(carried)
+
+
+def choose_pivots(samples):
+    """Row order for LU without run-time pivoting.
+
+    ``samples`` are numeric instances of one matrix (same structure). At each
+    step the row chosen is the one whose entry in the pivot column is largest
+    relative to the column's largest entry, in the worst sample: the order
+    partial pivoting would take when the samples agree, and a compromise when
+    they do not.
+    """
+    mats = [np.array(s, dtype=float) for s in samples]
+    mats = [m for m in mats if np.all(np.isfinite(m))]
+    n = samples[0].shape[0] if samples else 0
+    if not mats:
+        return list(range(n))
+    remaining = list(range(n))
+    order = []
+    for k in range(n):
+        best, best_score = remaining[0], -1.0
+        for i in remaining:
+            scores = []
+            for m in mats:
+                column = max(abs(m[j, k]) for j in remaining)
+                if column > 0:
+                    scores.append(abs(m[i, k]) / column)
+            score = min(scores) if scores else 0.0
+            if score > best_score:
+                best, best_score = i, score
+        order.append(best)
+        remaining.remove(best)
+        for m in mats:
+            if m[best, k] != 0:
+                for i in remaining:
+                    factor = m[i, k] / m[best, k]
+                    m[i, k:] -= factor * m[best, k:]
+    return order
+
+
+class TracedLU:
+    """LU factors of a traced square matrix with a static row order."""
+
+    def __init__(self, trace, matrix, order, label, scale_entries=()):
+        """``scale_entries``: further traced values the singularity test is
+        relative to (the rest of the Jacobian a partition block comes from)."""
+        n = len(matrix)
+        self.n = n
+        self.trace = trace
+        a = [list(matrix[i]) for i in order]
+        self.order = list(order)
+        entries = [x for row in a for x in row if not _is_const(x)]
+        entries += [x for x in scale_entries if not _is_const(x) and x not in entries]
+        constants = [abs(x) for row in a for x in row if _is_const(x)]
+        constants += [abs(x) for x in scale_entries if _is_const(x)]
+        # the scale of the matrix: its largest absolute entry
+        if n:
+            trace.record("scale", label=label, initial=max(constants) if constants else 0.0,
+                         entries=tuple(entries))
+        self.inverse = []
+        for k in range(n):
+            pivot = a[k][k]
+            others = tuple(a[i][k] for i in range(k + 1, n) if a[i][k] != 0.0)
+            if _is_const(pivot) and pivot == 0.0:
+                trace.record("reject")
+                self.inverse.append(0.0)
+                continue
+            # checked before the division: a rejected pivot never divides
+            trace.record("check_pivot", label=label, pivot=pivot, others=others)
+            inverse = trace.reciprocal(pivot)
+            self.inverse.append(inverse)
+            for i in range(k + 1, n):
+                if a[i][k] == 0.0:
+                    continue
+                factor = trace.mul(a[i][k], inverse)
+                a[i][k] = factor
+                for j in range(k + 1, n):
+                    a[i][j] = trace.sub_mul(a[i][j], factor, a[k][j])
+        self.lu = a
+
+    def solve(self, rhs):
+        """Solve A X = rhs (rows of traced values), returning the rows of X."""
+        t, n = self.trace, self.n
+        b = [list(rhs[i]) for i in self.order]
+        width = len(b[0]) if b else 0
+        for i in range(1, n):
+            for k in range(i):
+                factor = self.lu[i][k]
+                for j in range(width):
+                    b[i][j] = t.sub_mul(b[i][j], factor, b[k][j])
+        for i in range(n - 1, -1, -1):
+            for k in range(i + 1, n):
+                factor = self.lu[i][k]
+                for j in range(width):
+                    b[i][j] = t.sub_mul(b[i][j], factor, b[k][j])
+            for j in range(width):
+                b[i][j] = t.mul(b[i][j], self.inverse[i])
+        return b
+
+
+def sample_blocks(emitter, block_names, count=4, seed=20261122):
+    """Numeric values of the named blocks at ``count`` random points.
+
+    Used only to choose static pivot orders; seeded, so generation stays
+    deterministic. The first point has all coordinates zero (where many
+    models are operated); the others are random.
+    """
+    d = emitter.derivation
+    needed = emitter.closure(block_names)
+    printer = PythonCodePrinter({"fully_qualified_modules": True})
+    lines = [f"{symbol} = {printer.doprint(emitter.temporary_expr[symbol])}"
+             for symbol in sorted(needed, key=emitter.position.get)]
+    for name in block_names:
+        for (index, _), expr in zip(emitter.blocks[name].entries, emitter.reduced[name]):
+            lines.append(f"out_{name}[{index}] = {printer.doprint(expr)}")
+    program = compile("\n".join(lines) or "pass", f"<{d.name} samples>", "exec")
+    rng = np.random.default_rng(seed)
+    samples = []
+    for k in range(count):
+        env = {"math": math}
+        values = {d.t: 0.0}
+        for symbols, scale in ((d.q, 1.0), (d.u, 1.0), (d.qd, 1.0), (d.ud, 1.0), (d.r, 1.0)):
+            for s in symbols:
+                values[s] = 0.0 if (k == 0 and symbols is d.q) else float(rng.uniform(-scale, scale))
+        for s, v in zip(d.p, d.parameter_values):
+            values[s] = float(v)
+        env.update({str(s): v for s, v in values.items()})
+        for name in block_names:
+            env[f"out_{name}"] = [0.0] * emitter.blocks[name].size
+        try:
+            with np.errstate(all="ignore"):
+                exec(program, env)
+        except (ZeroDivisionError, ValueError, OverflowError):
+            continue
+        samples.append({name: np.array(env[f"out_{name}"], dtype=float).reshape(
+            emitter.blocks[name].rows, emitter.blocks[name].cols) for name in block_names})
+    return samples
+
+
+class StraightLine:
+    """Runs the procedure's steps on traced values for the default partition.
+
+    ``sections[stage name]`` holds, for each stage with numeric steps, the
+    operations of its straight-line C function (see :meth:`Trace.sections`).
+    """
+
+    def __init__(self, emitter, stages, sizes, first_slot):
+        d = emitter.derivation
+        self.sizes = dict(sizes, one=1)
+        self.trace = Trace()
+        self.index = {"dependent_q": list(d.dependent_q), "dependent_u": list(d.dependent_u),
+                      "independent_q": complement(sizes["nq"], d.dependent_q),
+                      "independent_u": complement(sizes["nu"], d.dependent_u)}
+        self.values = {}
+        for name, block in emitter.blocks.items():
+            nonzero = {index for index, _ in block.entries}
+            self.values[name] = [[Element(name, i * block.cols + j) if i * block.cols + j in nonzero
+                                  else 0.0 for j in range(block.cols)] for i in range(block.rows)]
+        numeric = [stage for stage in stages if stage.steps]
+        factored = sorted({step.matrix.array for stage in numeric for step in stage.steps
+                           if isinstance(step, Factor)})
+        self.samples = sample_blocks(emitter, factored)
+        self.factors = {}
+        for section, stage in enumerate(numeric):
+            self.trace.section = section
+            self.results = stage.results
+            for step in stage.steps:
+                getattr(self, "_" + type(step).__name__)(step)
+            self._store_results()
+        sections, self.carried_count = self.trace.sections(len(numeric), first_slot)
+        self.sections = {stage.name: section for stage, section in zip(numeric, sections)}
+
+    # -- views -------------------------------------------------------------------
+    def _size(self, terms):
+        return sum(self.sizes[t] for t in terms)
+
+    def _rows_cols(self, view):
+        start = self._size(view.row_start)
+        rows = range(start, start + self._size(view.row_count))
+        if view.index is not None:
+            cols = self.index[view.index]
+        else:
+            first = self._size(view.col_start)
+            cols = range(first, first + self._size(view.col_count))
+        return rows, cols
+
+    def read(self, view):
+        matrix = self.values[view.array]
+        rows, cols = self._rows_cols(view)
+        return [[matrix[i][j] for j in cols] for i in rows]
+
+    def write(self, view, rows_of_values):
+        if view.array not in self.values:
+            rows, cols = ARRAYS[view.array]
+            self.values[view.array] = [[0.0] * self._size(cols) for _ in range(self._size(rows))]
+        matrix = self.values[view.array]
+        rows, cols = self._rows_cols(view)
+        for i, row in zip(rows, rows_of_values):
+            for j, value in zip(cols, row):
+                matrix[i][j] = value
+
+    # -- steps -------------------------------------------------------------------
+    def _Factor(self, step):
+        rows, cols = self._rows_cols(step.matrix)
+        samples = [s[step.matrix.array][np.ix_(list(rows), list(cols))] for s in self.samples]
+        scale = [x for row in self.values[step.scale] for x in row] if step.scale else ()
+        matrix = self.read(step.matrix)
+        self.factors[step.name] = TracedLU(self.trace, matrix, choose_pivots(samples) if samples
+                                           else list(range(len(matrix))), step.name, scale)
+
+    def _Solve(self, step):
+        if step.rhs:
+            parts = [self.read(view) for view in step.rhs]
+            rhs = [[x for part in parts for x in part[i]] for i in range(len(parts[0]))]
+        else:
+            rhs = self.read(step.out)
+        if step.negate:
+            rhs = [[self.trace.neg(x) for x in row] for row in rhs]
+        self.write(step.out, self.factors[step.factor].solve(rhs))
+
+    def _SubtractProduct(self, step):
+        result = [list(row) for row in self.read(step.minuend or step.out)]
+        a, b = self.read(step.a), self.read(step.b)
+        for i, row in enumerate(result):
+            for k in range(len(b)):
+                for j in range(len(row)):
+                    row[j] = self.trace.sub_mul(row[j], a[i][k], b[k][j])
+        self.write(step.out, result)
+
+    def _Zero(self, step):
+        rows, cols = self._rows_cols(step.out)
+        self.write(step.out, [[0.0] * len(cols) for _ in rows])
+
+    def _Copy(self, step):
+        source = self.read(step.source)
+        if step.negate:
+            source = [[self.trace.neg(x) for x in row] for row in source]
+        self.write(step.out, source)
+
+    def _store_results(self):
+        """Store the stage's results (the workspace arrays later stages read),
+        once, before they are checked."""
+        self.stored = self.results
+        for view in self.results:
+            stride = self._size(view.stride)
+            rows, cols = self._rows_cols(view)
+            for i, row in zip(rows, self.read(view)):
+                for j, value in zip(cols, row):
+                    self.trace.record("store", array=view.array, index=i * stride + j, value=value)
+        self.results = ()
+
+    def _CheckFinite(self, step):
+        # the results this code stores; the outputs are checked where they are written
+        self._store_results()
+        for view in step.views:
+            if any(view.array == result.array for result in self.stored):
+                self.trace.record("check_finite", array=view.array,
+                                  count=self._size(view.row_count) * self._size(view.col_count))
+
+    def _SelectRows(self, step):
+        """Every output straight into the caller's arrays (the C points those
+        the caller did not ask for at the workspace): a row of an independent
+        state into A (B), a row of a dependent one into A_full (B_full); A_full
+        gets the rows of A only when asked for. Then the asked-for outputs are
+        checked: no copy, no check of what nobody reads."""
+        nq, nu = self.sizes["nq"], self.sizes["nu"]
+        independent = self.index["independent_q"] + [nq + i for i in self.index["independent_u"]]
+        state = {row: k for k, row in enumerate(independent)}
+        outputs, placed = [], []
+        for reduced, full, width in (("A", "A_full", "nx"), ("B", "B_full", "nr")):
+            matrix, n = self.values[full], self.sizes[width]
+            if not n:
+                continue
+            for i in range(nq + nu):
+                target, row = (reduced, state[i]) if i in state else (full, i)
+                for j in range(n):
+                    self.trace.record("store", array=target, output=True, index=row * n + j,
+                                      value=matrix[i][j])
+            placed.append((reduced, full, width))
+            outputs += [(reduced, len(independent) * n), (full, (nq + nu) * n)]
+        self.trace.record("place_rows", outputs=tuple(placed))
+        self.trace.record("check_outputs", outputs=tuple(outputs))
