@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import sympy as sm
 
 from .errors import ModelError
+from .partition import complement
 from .printer import ModelCodePrinter, unprintable
 
 
@@ -77,9 +78,25 @@ class Derivation:
 
     @property
     def sizes(self):
-        return dict(nq=len(self.q), nu=len(self.u), nr=len(self.r), np=len(self.p),
-                    nc=len(self.dependent_q), nv=len(self.dependent_u), nl=len(self.lam),
-                    nw=len(self.u) + len(self.lam))
+        """Every size the generated code uses (the one place they are counted)."""
+        nq, nu, nc, nv = len(self.q), len(self.u), len(self.dependent_q), len(self.dependent_u)
+        return dict(nq=nq, nu=nu, nr=len(self.r), np=len(self.p), nc=nc, nv=nv,
+                    nl=len(self.lam), nw=nu + len(self.lam), nqi=nq - nc, nui=nu - nv,
+                    nx=nq - nc + nu - nv, nd=nu + len(self.lam) - nv)
+
+    @property
+    def independent_q(self):
+        """The default independent coordinates: the complement of dependent_q."""
+        return complement(len(self.q), self.dependent_q)
+
+    @property
+    def independent_u(self):
+        return complement(len(self.u), self.dependent_u)
+
+    @property
+    def kinematic_identity(self):
+        """Whether M_qq = d f_k/d qd is the identity (qd = u form): no solve for qd*."""
+        return self.blocks["M_qq"] == sm.eye(len(self.q))
 
 
 # Functions differentiated by _Differentiator._piecewise_smooth.

@@ -253,10 +253,8 @@ CSE_ORDER = "none"
 def emit(derivation, progress=None):
     """Generate the C source, header, Cython wrapper and package init."""
     d = derivation
-    sizes = dict(d.sizes)
-    sizes.update(nqi=sizes["nq"] - sizes["nc"], nui=sizes["nu"] - sizes["nv"], nd=sizes["nw"] - sizes["nv"])
-    sizes["nx"] = sizes["nqi"] + sizes["nui"]
-    kinematic_identity = d.blocks["M_qq"] == sm.eye(sizes["nq"])
+    sizes = d.sizes
+    kinematic_identity = d.kinematic_identity
     started = time.perf_counter()
     emitter = StageEmitter(derivation, progress, skip=["M_qq"] if kinematic_identity else [])
     cse_seconds = time.perf_counter() - started

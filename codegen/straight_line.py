@@ -357,8 +357,7 @@ class StraightLine:
         self.sizes = dict(sizes, one=1)
         self.trace = Trace()
         self.index = {"dependent_q": list(d.dependent_q), "dependent_u": list(d.dependent_u),
-                      "independent_q": complement(sizes["nq"], d.dependent_q),
-                      "independent_u": complement(sizes["nu"], d.dependent_u)}
+                      "independent_q": d.independent_q, "independent_u": d.independent_u}
         self.values = {}
         for name, block in emitter.blocks.items():
             nonzero = {index for index, _ in block.entries}
