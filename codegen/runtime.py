@@ -30,6 +30,7 @@ CONFIGURATION_CONSTRAINT = CODES["CONFIGURATION_CONSTRAINT"]
 VELOCITY_CONSTRAINT = CODES["VELOCITY_CONSTRAINT"]
 SINGULAR_CONFIGURATION_PARTITION = CODES["SINGULAR_CONFIGURATION_PARTITION"]
 SINGULAR_VELOCITY_PARTITION = CODES["SINGULAR_VELOCITY_PARTITION"]
+SINGULAR_M_UU = CODES["SINGULAR_M_UU"]
 NONFINITE_RESULT = CODES["NONFINITE_RESULT"]
 NO_CONVERGENCE = CODES["NO_CONVERGENCE"]
 
@@ -366,6 +367,10 @@ class CompiledModel:
             message = (f"the constraint Jacobian block B_v P_ud (d f_v/d u in the columns of the "
                        f"dependent speeds {[self.u_names[i] for i in du]}) is singular; "
                        "choose other dependent speeds (dependent_u=...)")
+        if status in (SINGULAR_CONFIGURATION_PARTITION, SINGULAR_VELOCITY_PARTITION, SINGULAR_M_UU):
+            # a rank-deficient constraint Jacobian makes every partition block
+            # and the multiplier form's speed mass matrix singular: name the cause
+            message = self._rank_deficiency(self._row(batch, index)) or message
         raise _EXCEPTION.get(status, EvaluationError)(f"{self.name}: {message}{where}{detail}{hint}")
 
     @staticmethod
@@ -384,6 +389,44 @@ class CompiledModel:
                 "for other parameter values is off the constraints, so make it for these: "
                 "codegen.operating_point(..., parameters={...}) for a built-in model, or "
                 "complete(q, u, p=...) to project it onto the constraints")
+
+    # relative singular value below which a constraint Jacobian counts as rank
+    # deficient in error messages (SINGULAR_RTOL of the generated C is 1e-12)
+    RANK_RTOL = 1e-9
+
+    def _rank_deficiency(self, row):
+        """Message saying that J_c or B_v lost rank at the point (a singular
+        configuration: no partition works), or "" if both have full row rank."""
+        jacobians = getattr(self._kernel, "constraint_jacobians", None)
+        if jacobians is None:
+            return ""
+        J_c, B_v = jacobians(float(row["t"]), row["q"], row["u"], row["r"], row["p"])
+        parts = []
+        for label, matrix, names, rows_label in (
+                ("J_c = d f_c/d q", J_c, self.q_names, "f_c"),
+                ("B_v = d f_v/d u", B_v, self.u_names, "f_v")):
+            if matrix.shape[0] == 0 or not np.all(np.isfinite(matrix)):
+                continue
+            left, values, _ = np.linalg.svd(matrix)
+            scale = values[0] if values.size else 0.0
+            rank = int(np.sum(values > self.RANK_RTOL * scale)) if scale > 0 else 0
+            if rank == matrix.shape[0]:
+                continue
+            # the constraints that combine into a vanishing row: the left null space
+            null = left[:, rank:]
+            involved = [f"{rows_label}[{i}]" for i in range(matrix.shape[0])
+                        if np.abs(null[i]).max() > 1e-3]
+            smallest = ", ".join(f"{v:.2e}" for v in values[rank:]) or "0"
+            parts.append(f"the constraint Jacobian {label} has rank {rank} of {matrix.shape[0]} "
+                         f"here (smallest singular values {smallest}, largest {scale:.2e}; "
+                         f"dependent rows: {', '.join(involved)})")
+        if not parts:
+            return ""
+        return ("; ".join(parts) + ": a singular configuration, where the constraints are not "
+                "independent, so no choice of dependent coordinates or speeds works (and the "
+                "multiplier form's speed mass matrix is singular with it); the local state-space "
+                "form that linearizes such points (more states, minimum-norm multipliers) is "
+                "not available yet")
 
     def _nonfinite_blocks(self, row, blocks=None):
         """Which evaluated blocks hold NaN or Inf at the point (the kernel of a
