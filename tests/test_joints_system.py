@@ -32,7 +32,7 @@ from codegen import Model
 from codegen.errors import ModelError
 
 from lagrange_models import systems
-from lagrange_models.lagrange_reference import LagrangeReference
+from lagrange_models.lagrange_reference import build_both_ways
 from reference import assert_matrices_close
 
 # (q, u, r) guesses; dependent coordinates and speeds completed
@@ -59,13 +59,8 @@ class _Built(dict):
     def __missing__(self, name):
         make, guesses = SYSTEMS[name]
         lagrange_model = make(me.LagrangesMethod)
-        lagrange = codegen.build(lagrange_model, output_dir=self.build_dir)
-        kane = codegen.build(make(me.KanesMethod), output_dir=self.build_dir)
-        ref = LagrangeReference.from_model(lagrange_model)
-        points = []
-        for q, u, r in guesses:
-            q, u = ref.complete(q, u)
-            points.append((q, u, np.array(r, dtype=float)))
+        lagrange, kane, ref, points = build_both_ways(lagrange_model, make(me.KanesMethod),
+                                                      self.build_dir, guesses)
         self[name] = Case(name, lagrange_model, lagrange, kane, ref, points)
         return self[name]
 

@@ -32,7 +32,7 @@ from codegen import Model
 from codegen.errors import ModelError
 
 from lagrange_models import cartesian_pendulum, fourbar, rolling_disk
-from lagrange_models.lagrange_reference import LagrangeReference
+from lagrange_models.lagrange_reference import build_both_ways
 from reference import KaneReference, assert_matrices_close
 
 SYSTEMS = {"pendulum": cartesian_pendulum, "fourbar": fourbar, "disk": rolling_disk}
@@ -50,14 +50,9 @@ class _Built(dict):
     def __missing__(self, name):
         source = SYSTEMS[name]
         lagrange_model, kane_model = source.make_lagrange(), source.make_kane()
-        lagrange = codegen.build(lagrange_model, output_dir=self.build_dir)
-        kane = codegen.build(kane_model, output_dir=self.build_dir)
-        ref = LagrangeReference.from_model(lagrange_model)
+        lagrange, kane, ref, points = build_both_ways(lagrange_model, kane_model, self.build_dir,
+                                                      source.POINTS)
         kane_ref = KaneReference.from_model(kane_model)
-        points = []
-        for q, u, r in source.POINTS:
-            q, u = ref.complete(q, u)
-            points.append((q, u, np.array(r, dtype=float)))
         self[name] = Case(name, source, lagrange_model, lagrange, kane, ref, kane_ref, points)
         return self[name]
 

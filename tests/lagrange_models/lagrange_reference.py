@@ -69,3 +69,20 @@ class LagrangeReference(KaneReference):
         return cls(model.lagrange, dict(zip(model.parameters, model.parameter_values)), model.inputs,
                    [model.q.index(s) for s in model.q_dependent],
                    [model.u.index(s) for s in model.u_dependent])
+
+
+def build_both_ways(lagrange_model, kane_model, build_dir, guesses):
+    """``(lagrange, kane, ref, points)``: the same system compiled from its
+    Lagrange and its Kane form, the Lagrange reference, and the ``guesses``
+    ``(q, u, r)`` completed onto the constraints by the reference (so the
+    points do not depend on the code under test)."""
+    import codegen
+
+    lagrange = codegen.build(lagrange_model, output_dir=build_dir)
+    kane = codegen.build(kane_model, output_dir=build_dir)
+    ref = LagrangeReference.from_model(lagrange_model)
+    points = []
+    for q, u, r in guesses:
+        q, u = ref.complete(q, u)
+        points.append((q, u, np.array(r, dtype=float)))
+    return lagrange, kane, ref, points
