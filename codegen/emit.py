@@ -72,6 +72,8 @@ class GeneratedSources:
     operation_count: int             # arithmetic operations after CSE
     temporary_count: int
     nonzero_count: dict = field(default_factory=dict)  # block -> structural non-zeros
+    # numeric stage -> ("straight-line", operations traced) or ("looped", why)
+    renderings: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)        # "CSE", "emission": seconds
 
 
@@ -248,10 +250,29 @@ def emit_wrapper(derivation):
 SEPARATE_STAGE_STATEMENTS = 400
 PART_STATEMENTS = 200
 CSE_ORDER = "none"
+# A numeric stage whose straight-line trace has more operations than this gets
+# only the looped rendering (generic LU and solves over the workspace arrays).
+# Straight-line code exploits the blocks' sparsity and saves the index
+# arithmetic, but its size grows like the cube of the system's, and so does
+# gcc's time on it, faster still (-O2 on this 2-core machine: the bicycle's
+# largest stage, 1944 operations, with the rest of its C in 3.4 s; the 16-loop
+# four-bar's ud*, 26 900 operations for the 69 x 69 augmented speed system, and
+# its solution, 14 500, took 60 of its 67 s build). The disk, the bicycle and the
+# four-bar up to 7 loops stay straight-line; the operations counted are those
+# traced, before unused values are dropped (a stage stops tracing at the limit).
+STRAIGHT_LINE_LIMIT = 4000
 
 
-def emit(derivation, progress=None):
-    """Generate the C source, header, Cython wrapper and package init."""
+# linearize runs the straight-line solution only after both straight-line rate
+# stages (it reads the LU factors they keep in temporaries)
+STRAIGHT_LINE_REQUIRES = {"solution": ("kinematic_rates", "dynamic_rates")}
+
+
+def emit(derivation, progress=None, straight_line_limit=None):
+    """Generate the C source, header, Cython wrapper and package init.
+
+    ``straight_line_limit``: the largest straight-line stage, in operations
+    (default :data:`STRAIGHT_LINE_LIMIT`); larger ones are looped only."""
     d = derivation
     sizes = d.sizes
     kinematic_identity = d.kinematic_identity
@@ -276,7 +297,15 @@ def emit(derivation, progress=None):
     for (name, stage, _), part in zip(parts, statements):
         evaluation.setdefault(stage, []).append(part)
     say("straight-line numeric stage for the default partition")
-    straight = StraightLine(emitter, stages, sizes, first_slot=carried_by_evaluation)
+    # a stage whose straight-line code would be too large gets only the looped one
+    limit = STRAIGHT_LINE_LIMIT if straight_line_limit is None else straight_line_limit
+    straight = StraightLine(emitter, stages, sizes, first_slot=carried_by_evaluation, limit=limit,
+                            requires=STRAIGHT_LINE_REQUIRES)
+    renderings = {stage.name: ("looped", straight.looped[stage.name]) if stage.name in straight.looped
+                  else ("straight-line", straight.operation_counts[stage.name])
+                  for stage in stages if stage.steps}
+    for name, why in straight.looped.items():
+        say(f"{name}: looped code only ({why})")
     # stages larger than this many statements stay separate functions in the
     # compiled code (noinline): compile time grows faster than linearly with a
     # function's size; smaller ones the compiler may inline, saving the calls
@@ -301,7 +330,8 @@ def emit(derivation, progress=None):
         kinematic_identity=kinematic_identity,
         stages={stage.name: stage for stage in stages},
         evaluation=evaluation,
-        straight_line=straight.sections,
+        straight_line=straight.sections,   # the stages with a straight-line function
+        renderings=renderings,
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
@@ -321,5 +351,5 @@ def emit(derivation, progress=None):
     return GeneratedSources(
         name=d.name, files=files, operation_count=emitter.operation_count,
         temporary_count=len(emitter.temporaries),
-        timings={"CSE": cse_seconds, "emission": time.perf_counter() - started},
+        timings={"CSE": cse_seconds, "emission": time.perf_counter() - started}, renderings=renderings,
         nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()})

@@ -25,6 +25,18 @@ partition's index array is a view too). Two renderings read it:
   multiply-subtract), for any partition.
 
 A change to the mathematics is a change here; both renderings follow.
+
+The local state-space and descriptor forms (DESIGN.md section 3b) reuse these
+stages (the evaluations, qd*, the factor steps, the block forward
+substitution ``A' = M^-1 A~``) with two changes that only exist at run time,
+so they are looped C functions of ``templates/model.c.jinja`` rather than
+steps traced here: the ranks of J_c and B_v (SVDs at the point) decide the
+sizes, and the partition's embedding ``[C_0, C_2]`` is replaced by the
+null-space embedding ``T = [[N_q, 0], [C_1 N_q, N_u]]``; the speed-level
+system is solved through the null space of B_v (minimum-norm multipliers).
+At a regular point where the default partition's straight-line code runs,
+the local form is that solution times the rows of T of the independent
+states, so it costs little more than ``linearize``.
 """
 
 from __future__ import annotations
@@ -99,6 +111,10 @@ class Factor:
     scale: str | None = None
     workspace: str | None = None   # array holding the factors (None: in place)
     what: str = ""
+    # a partition block whose condition is estimated (the index into the
+    # workspace's condition[]), or None; its static pivots in straight-line
+    # code must pass CONDITION_RTOL instead of SINGULAR_RTOL
+    condition: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,10 +231,10 @@ def _times_C(out, T, X):
 def _solution(kinematic_identity):
     steps = [
         Factor("c", View("J_c", index="dependent_q"), "SINGULAR_CONFIGURATION_PARTITION", scale="J_c",
-               workspace="Jc_dependent", what="J_c P_qd"),
+               workspace="Jc_dependent", what="J_c P_qd", condition=0),
         Solve("c", View("K_c"), (View("J_c", index="independent_q"),), what="K_c = (J_c P_qd)^-1 J_c P_qi"),
         Factor("v", View("B_v", index="dependent_u"), "SINGULAR_VELOCITY_PARTITION", scale="B_v",
-               workspace="Bv_dependent", what="B_v P_ud"),
+               workspace="Bv_dependent", what="B_v P_ud", condition=1),
         Solve("v", View("K_v"), (View("J_vq"), View("B_v", index="independent_u")),
               what="K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui]"),
         SubtractProduct(View("T_q"), View("A_qu", index="dependent_u"), K_q, minuend=View("A_qq"),

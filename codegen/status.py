@@ -66,10 +66,18 @@ STATUSES = (
            "e.g. 0/0 in the equations). Returned instead of a singular-matrix status when the "
            "matrix itself holds NaN or Inf, and instead of a constraint status when a residual "
            "is NaN: the cause is the model's expressions at this point, not the partition."),
-    Status("NO_CONVERGENCE", 10, "Newton's method on f_c did not converge", "ConvergenceError",
-           "Newton's method on f_c did not reach tol within max_iter iterations."),
+    Status("NO_CONVERGENCE", 10, "Newton's method did not converge", "ConvergenceError",
+           "Newton's method did not reach tol within max_iter iterations (complete_point: on "
+           "f_c; equilibrium: on the equilibrium equations)."),
     Status("NULL_ARGUMENT", 11, "a required pointer argument is NULL", "InputError",
            "A required pointer argument is NULL."),
+    Status("RANK_DEFICIENT", 12,
+           "a constraint Jacobian is rank-deficient here (a singular configuration): no "
+           "partition works; use linearize_local", "SingularMatrixError",
+           "J_c or B_v has lower rank than it has rows at this point (a singular "
+           "configuration, or redundant constraints): no choice of NC dependent coordinates "
+           "(NV dependent speeds) is valid. {name}_linearize_local and "
+           "{name}_linearize_descriptor linearize such points."),
 )
 
 assert [s.code for s in STATUSES] == list(range(len(STATUSES)))

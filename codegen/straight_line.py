@@ -21,6 +21,12 @@ The stages that run as separate C functions (qd*, ud*, the solution) are
 sections of one trace; a value one section computes and a later one uses (the
 LU factors of M_uu, say) is carried in the workspace.
 
+Straight-line code grows like the cube of a system's size, and the compiler's
+time on it faster still, so a stage whose trace records more operations than
+a limit (``codegen.emit.STRAIGHT_LINE_LIMIT``) gets no straight-line code: the
+C calls its looped rendering directly. So does a stage that needs such a
+stage's straight-line code (the solution reads the rate stages' LU factors).
+
 Only exact constants are folded (``0 * x``, ``1 * x``, ``x - 0``); no
 floating-point reassociation happens, so results are the same on every
 compiler.
@@ -99,6 +105,10 @@ class Operation:
         return _temps(self.args + self.entries + self.others + (self.pivot, self.value))
 
 
+class OverLimit(Exception):
+    """The trace of a stage grew past its budget of operations."""
+
+
 class Trace:
     """Records operations on traced values: floats (exact constants), Temp, Element."""
 
@@ -106,16 +116,22 @@ class Trace:
         self.operations = []
         self.count = 0
         self.section = 0
+        self.budget = None   # the most operations the trace may hold (None: no limit)
+
+    def _append(self, operation):
+        self.operations.append(operation)
+        if self.budget is not None and len(self.operations) > self.budget:
+            raise OverLimit
 
     def _new(self, expr, *args):
         name = Temp(self.count)
         self.count += 1
-        self.operations.append(Operation("define", self.section, name=name, expr=expr, args=args))
+        self._append(Operation("define", self.section, name=name, expr=expr, args=args))
         return name
 
     def record(self, op, **fields):
         """An operation with an effect (a store or a check): always kept."""
-        self.operations.append(Operation(op, self.section, **fields))
+        self._append(Operation(op, self.section, **fields))
 
     def neg(self, a):
         if _is_const(a):
@@ -348,11 +364,19 @@ def sample_blocks(emitter, block_names, count=4, seed=20261122):
 class StraightLine:
     """Runs the procedure's steps on traced values for the default partition.
 
-    ``sections[stage name]`` holds, for each stage with numeric steps, the
-    operations of its straight-line C function (see :meth:`Trace.sections`).
+    ``sections[stage name]`` holds, for each stage with numeric steps that
+    gets straight-line code, the operations of its straight-line C function
+    (see :meth:`Trace.sections`); ``looped[stage name]`` says why a stage gets
+    none, ``operation_counts`` how many operations the traced stages recorded.
     """
 
-    def __init__(self, emitter, stages, sizes, first_slot):
+    def __init__(self, emitter, stages, sizes, first_slot, limit=None, requires=None):
+        """``limit``: the most operations a stage's straight-line trace may
+        record (None: no limit); a larger stage gets only the looped rendering,
+        and so does a stage that solves with the factors of a looped one, or
+        that ``requires`` (stage -> stage names) a looped one. Tracing stops at
+        the limit: a stage too large costs no more time here than one at it."""
+        requires = requires or {}
         d = emitter.derivation
         self.sizes = dict(sizes, one=1)
         self.trace = Trace()
@@ -368,14 +392,50 @@ class StraightLine:
                            if isinstance(step, Factor)})
         self.samples = sample_blocks(emitter, factored)
         self.factors = {}
+        made_by = {step.name: stage.name for stage in numeric for step in stage.steps
+                   if isinstance(step, Factor)}
+        self.operation_counts = {}
+        self.looped = {}   # stage -> why it has no straight-line code
         for section, stage in enumerate(numeric):
-            self.trace.section = section
+            # a stage solving with another's factors needs that one's straight-line code
+            needs = {made_by[step.factor] for step in stage.steps
+                     if isinstance(step, Solve) and made_by[step.factor] != stage.name}
+            needs |= set(requires.get(stage.name, ()))
+            missing = sorted(name for name in needs if name in self.looped)
+            if missing:
+                self.looped[stage.name] = f"needs the straight-line code of {', '.join(missing)}"
+                continue
+            start = len(self.trace.operations)
+            if self._trace_stage(section, stage, limit):
+                self.operation_counts[stage.name] = len(self.trace.operations) - start
+            else:
+                self.looped[stage.name] = f"more than {limit} straight-line operations"
+        sections, self.carried_count = self.trace.sections(len(numeric), first_slot)
+        self.sections = {stage.name: section for stage, section in zip(numeric, sections)
+                         if stage.name not in self.looped}
+
+    def _trace_stage(self, section, stage, limit):
+        """Trace one stage; False (and nothing of it kept) once it records
+        more than ``limit`` operations."""
+        trace = self.trace
+        start = len(trace.operations)
+        trace.section = section
+        trace.budget = None if limit is None else start + limit
+        written = {name: [list(row) for row in rows] for name, rows in self.values.items()}
+        factors = dict(self.factors)
+        try:
             self.results = stage.results
             for step in stage.steps:
                 getattr(self, "_" + type(step).__name__)(step)
             self._store_results()
-        sections, self.carried_count = self.trace.sections(len(numeric), first_slot)
-        self.sections = {stage.name: section for stage, section in zip(numeric, sections)}
+            return True
+        except OverLimit:
+            # as if the stage had not been traced: later stages read no value of it
+            del trace.operations[start:]
+            self.values, self.factors = written, factors
+            return False
+        finally:
+            trace.budget = None
 
     # -- views -------------------------------------------------------------------
     def _size(self, terms):

@@ -149,16 +149,36 @@ def test_dependent_rows_follow_the_constraints(disk):
 
 def test_straight_line_path_agrees_with_general_path(disk):
     """The default partition runs generated straight-line code with static
-    pivots; the same partition passed explicitly runs the template's dense LU
-    with partial pivoting. Different arithmetic, same results to rounding."""
+    pivots; the same partition passed to the C as an index array runs the
+    template's dense LU with partial pivoting. Different arithmetic, same
+    results to rounding. (The Python API sends an explicit default partition
+    to the C as NULL, the fast path, so the kernel is called directly here.)"""
     rng = np.random.default_rng(7)
-    q = rng.uniform(-1.5, 1.5, (40, disk.nq))
-    u = rng.uniform(-3, 3, (40, disk.nu))
+    n = 40
+    q = rng.uniform(-1.5, 1.5, (n, disk.nq))
+    u = rng.uniform(-3, 3, (n, disk.nu))
     q, u = disk.complete(q, u)
-    fast_A, _ = disk.linearize_full(q, u)
-    general_A, _ = disk.linearize_full(q, u, dependent_q=disk.dependent_q, dependent_u=disk.dependent_u)
-    scale = np.abs(general_A).max(axis=(1, 2), keepdims=True)
-    np.testing.assert_allclose(fast_A, general_A, rtol=0, atol=1e-12 * scale.max())
+    results = {}
+    for label, dq, du in (("straight-line", None, None),
+                          ("general", np.array(disk.dependent_q, dtype=np.intc),
+                           np.array(disk.dependent_u, dtype=np.intc))):
+        A_full = np.empty((n, (disk.nq + disk.nu) * disk.nx))
+        B_full = np.empty((n, (disk.nq + disk.nu) * disk.nr))
+        condition = np.empty((n, 2))
+        status, _ = disk._kernel.linearize(
+            n, np.zeros(1), np.ascontiguousarray(q), np.ascontiguousarray(u), np.zeros((1, disk.nr)),
+            disk.default_parameters[None].copy(), dq, du, 1e-8, False, False, 0.0,
+            None, None, A_full, B_full, None, None, condition, None, None)
+        assert status == 0
+        results[label] = (A_full, condition)
+    fast_A, fast_condition = results["straight-line"]
+    general_A, general_condition = results["general"]
+    # the straight-line code does not estimate the condition (0) and takes most
+    # points (the others fail its pivot checks); the general path estimates it
+    assert np.mean(fast_condition[:, 0] == 0.0) > 0.5 and np.all(general_condition > 0.0)
+    assert not np.array_equal(fast_A, general_A)      # really two computations
+    scale = np.abs(general_A).max()
+    np.testing.assert_allclose(fast_A, general_A, rtol=0, atol=1e-12 * scale)
 
 
 def test_every_static_pivot_is_checked_before_it_divides(disk_sources):
@@ -170,7 +190,9 @@ def test_every_static_pivot_is_checked_before_it_divides(disk_sources):
                    for m in [re.match(r"\s*const double v\d+ = 1\.0 / (.+);$", line)] if m]
     assert reciprocals
     for k, pivot in reciprocals:
-        checks = [line for line in lines[:k] if f"if (!(fabs({pivot}) > SINGULAR_RTOL" in line]
+        # the partition blocks' pivots pass the stricter CONDITION_RTOL
+        checks = [line for line in lines[:k] if f"if (!(fabs({pivot}) > SINGULAR_RTOL" in line
+                  or f"if (!(fabs({pivot}) > CONDITION_RTOL" in line]
         assert checks and "return PIVOT_REJECTED;" in checks[-1], pivot
 
 

@@ -23,7 +23,12 @@
 #define NUI DISK_NUI
 #define NX DISK_NX
 #define ND (NW - NV)   /* dynamic equations: rows of B_u */
+#define NL DISK_NL
+#define NS DISK_NS
+#define NDESC DISK_NDESC
 #define SINGULAR_RTOL DISK_SINGULAR_RTOL
+#define RANK_RTOL DISK_RANK_RTOL
+#define CONDITION_RTOL DISK_CONDITION_RTOL
 #define PIVOT_TAU DISK_PIVOT_TAU
 #define NONFINITE_RESULT DISK_ERR_NONFINITE_RESULT
 /* internal: a static pivot of the straight-line code failed its check (before
@@ -222,6 +227,277 @@ static void lu_solve(int n, const double *lu, const int *pivot, double *b, int m
     }
 }
 
+/* scale over the smallest absolute pivot of the n x n LU factors lu: the
+   condition estimate of a partition block (scale: the largest absolute entry
+   of the Jacobian the block is taken from). 1 for an empty block, +Inf for a
+   zero pivot. Cheap, and of the order of the condition number for the small
+   blocks of constraint Jacobians; used to warn, not to decide. */
+static double pivot_condition(int n, const double *lu, double scale)
+{
+    double smallest = HUGE_VAL;
+    int k;
+    if (n == 0) return 1.0;
+    for (k = 0; k < n; ++k) if (fabs(lu[k * n + k]) < smallest) smallest = fabs(lu[k * n + k]);
+    return smallest > 0.0 ? scale / smallest : HUGE_VAL;
+}
+
+/* ---- rank-revealing factorizations (the local and descriptor forms) -------- */
+
+/* c (rows x cols, stride ldc) += alpha op(a) op(b): op(a) = a (rows x inner,
+   stride lda) or, when transpose_a, the transpose of a (stored inner x rows);
+   op(b) = b (inner x cols, stride ldb) or the transpose of b (cols x inner). */
+static void add_product(int rows, int inner, int cols, double alpha, const double *a, int lda,
+                        int transpose_a, const double *b, int ldb, int transpose_b, double *c,
+                        int ldc)
+{
+    int i, j, l;
+    for (i = 0; i < rows; ++i) {
+        for (l = 0; l < inner; ++l) {
+            const double factor = alpha * (transpose_a ? a[l * lda + i] : a[i * lda + l]);
+            if (factor == 0.0) continue;
+            if (transpose_b)
+                for (j = 0; j < cols; ++j) c[i * ldc + j] += factor * b[j * ldb + l];
+            else
+                for (j = 0; j < cols; ++j) c[i * ldc + j] += factor * b[l * ldb + j];
+        }
+    }
+}
+
+/* One-sided Jacobi SVD (Hestenes) in place: g (rows x cols, row-major) becomes
+   G V with the columns of G V mutually orthogonal, v (cols x cols) orthogonal,
+   columns sorted by decreasing norm sigma[k]. So g = U S V^T with U S the
+   columns of the result: sigma are the singular values (cols of them, the
+   last cols - rows zero for a wide matrix) and the columns of v beyond the
+   rank span the null space. Accuracy: a few ulps of sigma[0] (a column below
+   DBL_EPSILON times the matrix's Frobenius norm is left as it is: zero);
+   sweeps until no pair of columns needs a rotation (at most 60). */
+static void jacobi_svd(int rows, int cols, double *g, double *v, double *sigma)
+{
+    int i, j, k, sweep;
+    double negligible = 0.0;   /* columns this small (squared) count as zero */
+    fill_zero(v, cols * cols);
+    for (k = 0; k < cols; ++k) v[k * cols + k] = 1.0;
+    for (k = 0; k < rows * cols; ++k) negligible += g[k] * g[k];
+    negligible *= DBL_EPSILON * DBL_EPSILON;
+    for (sweep = 0; sweep < 60; ++sweep) {
+        int rotated = 0;
+        for (i = 0; i + 1 < cols; ++i) {
+            for (j = i + 1; j < cols; ++j) {
+                double alpha = 0.0, beta = 0.0, gamma = 0.0, zeta, t, c, s;
+                for (k = 0; k < rows; ++k) {
+                    const double a = g[k * cols + i], b = g[k * cols + j];
+                    alpha += a * a;
+                    beta += b * b;
+                    gamma += a * b;
+                }
+                /* orthogonal to working precision, or a column that is zero
+                   to it (the null space of a wide matrix): no rotation */
+                if (!(fabs(gamma) > DBL_EPSILON * sqrt(alpha) * sqrt(beta)) || alpha <= negligible
+                    || beta <= negligible)
+                    continue;
+                rotated = 1;
+                zeta = (beta - alpha) / (2.0 * gamma);
+                t = (zeta >= 0.0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                c = 1.0 / sqrt(1.0 + t * t);
+                s = c * t;
+                for (k = 0; k < rows; ++k) {
+                    const double a = g[k * cols + i], b = g[k * cols + j];
+                    g[k * cols + i] = c * a - s * b;
+                    g[k * cols + j] = s * a + c * b;
+                }
+                for (k = 0; k < cols; ++k) {
+                    const double a = v[k * cols + i], b = v[k * cols + j];
+                    v[k * cols + i] = c * a - s * b;
+                    v[k * cols + j] = s * a + c * b;
+                }
+            }
+        }
+        if (!rotated) break;
+    }
+    for (j = 0; j < cols; ++j) {
+        double sum = 0.0;
+        for (k = 0; k < rows; ++k) sum += g[k * cols + j] * g[k * cols + j];
+        sigma[j] = sqrt(sum);
+    }
+    for (i = 0; i < cols; ++i) {   /* selection sort, decreasing: cols is small */
+        int largest = i;
+        for (j = i + 1; j < cols; ++j) if (sigma[j] > sigma[largest]) largest = j;
+        if (largest == i) continue;
+        {
+            const double swap = sigma[i];
+            sigma[i] = sigma[largest];
+            sigma[largest] = swap;
+        }
+        for (k = 0; k < rows; ++k) {
+            const double swap = g[k * cols + i];
+            g[k * cols + i] = g[k * cols + largest];
+            g[k * cols + largest] = swap;
+        }
+        for (k = 0; k < cols; ++k) {
+            const double swap = v[k * cols + i];
+            v[k * cols + i] = v[k * cols + largest];
+            v[k * cols + largest] = swap;
+        }
+    }
+}
+
+/* The SVD of a wide (or square) rows x cols matrix a (rows <= cols), in the
+   form jacobi_svd gives (g = a v: the columns U S, then cols - rows zero
+   columns; v orthogonal; sigma decreasing), through a Householder QR of a^T =
+   Q [R; 0]: then a = R^T Q^T restricted, a one-sided Jacobi SVD of the small
+   R^T = U S W^T, and v = Q diag(W, I). Exact to rounding like jacobi_svd, at
+   the cost of rows reflectors instead of cols^2 / 2 rotations a sweep.
+   scratch: cols * rows + 2 * rows * rows + rows doubles. */
+static void wide_svd(int rows, int cols, const double *a, double *g, double *v, double *sigma,
+                     double *scratch)
+{
+    double *x = scratch, *small = scratch + cols * rows;   /* x = a^T: cols x rows */
+    int i, j, k;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) x[j * rows + i] = a[i * cols + j];
+    fill_zero(v, cols * cols);
+    for (k = 0; k < cols; ++k) v[k * cols + k] = 1.0;
+    for (k = 0; k < rows; ++k) {
+        /* the reflector I - 2 h h^T / (h^T h) that zeros x[k+1:, k] */
+        double norm = 0.0, alpha, hh;
+        for (i = k; i < cols; ++i) norm += x[i * rows + k] * x[i * rows + k];
+        norm = sqrt(norm);
+        if (norm == 0.0) continue;
+        alpha = x[k * rows + k] > 0.0 ? -norm : norm;
+        x[k * rows + k] -= alpha;   /* h = x[k:, k] - alpha e_k, kept in place */
+        hh = 0.0;
+        for (i = k; i < cols; ++i) hh += x[i * rows + k] * x[i * rows + k];
+        for (j = k + 1; j < rows; ++j) {   /* the remaining columns of x */
+            double dot = 0.0;
+            for (i = k; i < cols; ++i) dot += x[i * rows + k] * x[i * rows + j];
+            dot *= 2.0 / hh;
+            for (i = k; i < cols; ++i) x[i * rows + j] -= dot * x[i * rows + k];
+        }
+        for (j = 0; j < cols; ++j) {       /* v = v H_k: Q = H_0 H_1 ... */
+            double dot = 0.0;
+            for (i = k; i < cols; ++i) dot += v[j * cols + i] * x[i * rows + k];
+            dot *= 2.0 / hh;
+            for (i = k; i < cols; ++i) v[j * cols + i] -= dot * x[i * rows + k];
+        }
+        x[k * rows + k] = alpha;            /* R[k][k]; the reflector is no longer needed */
+        for (i = k + 1; i < cols; ++i) x[i * rows + k] = 0.0;
+    }
+    /* R^T (rows x rows, lower triangular): its SVD R^T W = U S */
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < rows; ++j) g[i * cols + j] = j <= i ? x[j * rows + i] : 0.0;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < rows; ++j) small[i * rows + j] = g[i * cols + j];
+    {
+        double *w_small = small + rows * rows, *row = w_small + rows * rows;
+        jacobi_svd(rows, rows, small, w_small, sigma);
+        for (i = 0; i < rows; ++i) {
+            for (j = 0; j < cols; ++j) g[i * cols + j] = j < rows ? small[i * rows + j] : 0.0;
+        }
+        for (j = rows; j < cols; ++j) sigma[j] = 0.0;
+        /* v[:, :rows] = Q[:, :rows] W */
+        for (i = 0; i < cols; ++i) {
+            for (j = 0; j < rows; ++j) {
+                double sum = 0.0;
+                for (k = 0; k < rows; ++k) sum += v[i * cols + k] * w_small[k * rows + j];
+                row[j] = sum;
+            }
+            for (j = 0; j < rows; ++j) v[i * cols + j] = row[j];
+        }
+    }
+}
+
+/* The numerical rank: singular values above rtol times the largest (sorted
+   decreasing; at most limit of them); 0 for a zero matrix. */
+static int numerical_rank(const double *sigma, int count, int limit, double rtol)
+{
+    int rank = 0;
+    if (count == 0 || !(sigma[0] > 0.0)) return 0;
+    while (rank < count && rank < limit && sigma[rank] > rtol * sigma[0]) ++rank;
+    return rank;
+}
+
+/* x (cols x m, stride ldx) = A^+ b for b (rows x m, stride ldb) and the SVD
+   of A (rows x cols) from jacobi_svd (g, v, sigma), keeping its first rank
+   singular values: x = sum_k v_k (g_k . b) / sigma_k^2, the minimum-norm
+   least-squares solution. scratch: rank * m doubles. x may be b when rows ==
+   cols (b is read completely before x is written). */
+static void pseudoinverse_solve(int rows, int cols, int rank, const double *g, const double *v,
+                                const double *sigma, const double *b, int ldb, int m, double *x,
+                                int ldx, double *scratch)
+{
+    int i, j, k;
+    for (k = 0; k < rank; ++k) {
+        const double weight = 1.0 / (sigma[k] * sigma[k]);
+        for (j = 0; j < m; ++j) {
+            double sum = 0.0;
+            for (i = 0; i < rows; ++i) sum += g[i * cols + k] * b[i * ldb + j];
+            scratch[k * m + j] = sum * weight;
+        }
+    }
+    for (i = 0; i < cols; ++i) {
+        for (j = 0; j < m; ++j) {
+            double sum = 0.0;
+            for (k = 0; k < rank; ++k) sum += v[i * cols + k] * scratch[k * m + j];
+            x[i * ldx + j] = sum;
+        }
+    }
+}
+
+/* The projector I - A A^+ (rows x rows) onto the left null space of A, from
+   jacobi_svd of A (the columns g_k / sigma_k, k < rank, span its range). */
+static void left_null_projector(int rows, int cols, int rank, const double *g, const double *sigma,
+                                double *projector)
+{
+    int i, j, k;
+    fill_zero(projector, rows * rows);
+    for (i = 0; i < rows; ++i) projector[i * rows + i] = 1.0;
+    for (k = 0; k < rank; ++k) {
+        const double weight = 1.0 / (sigma[k] * sigma[k]);
+        for (i = 0; i < rows; ++i)
+            for (j = 0; j < rows; ++j) projector[i * rows + j] -= g[i * cols + k] * g[j * cols + k] * weight;
+    }
+}
+
+/* The first count pivot columns of a column-pivoted (Gram-Schmidt) QR of a
+   (rows x cols; destroyed): at each step the column of largest remaining norm
+   (the first on ties), whose direction is then removed from every column.
+   chosen: count indices, ascending. */
+static void pivot_columns(int rows, int cols, double *a, int count, int *chosen)
+{
+    int i, j, step;
+    for (step = 0; step < count; ++step) {
+        int best = -1;
+        double largest = -1.0;
+        for (j = 0; j < cols; ++j) {
+            double sum = 0.0;
+            int taken = 0;
+            for (i = 0; i < step; ++i) taken |= chosen[i] == j;
+            if (taken) continue;
+            for (i = 0; i < rows; ++i) sum += a[i * cols + j] * a[i * cols + j];
+            if (sqrt(sum) > largest) {
+                largest = sqrt(sum);
+                best = j;
+            }
+        }
+        chosen[step] = best;
+        if (largest > 0.0) {
+            for (j = 0; j < cols; ++j) {
+                double dot = 0.0;
+                for (i = 0; i < rows; ++i) dot += a[i * cols + best] * a[i * cols + j];
+                dot /= largest * largest;
+                if (j != best)
+                    for (i = 0; i < rows; ++i) a[i * cols + j] -= dot * a[i * cols + best];
+            }
+            for (i = 0; i < rows; ++i) a[i * cols + best] = 0.0;
+        }
+    }
+    for (i = 1; i < count; ++i) {   /* insertion sort, ascending */
+        const int key = chosen[i];
+        for (j = i - 1; j >= 0 && chosen[j] > key; --j) chosen[j + 1] = chosen[j];
+        chosen[j + 1] = key;
+    }
+}
+
 /* ---- operating point ------------------------------------------------------ */
 
 /* Dependent indices (given, or the default) and their complement in ascending
@@ -273,6 +549,7 @@ static int prepare(double t, const double *q, const double *u, const double **r,
 {
     int status;
     if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
+    w->condition[0] = w->condition[1] = NAN;   /* unknown until a block is factorized */
     status = check_inputs(t, q, u, *r, *p);
     if (status != DISK_OK) return status;
     if (!*p) *p = disk_default_parameters;
@@ -868,7 +1145,7 @@ static int straight_line_solution(disk_workspace *w, double *A, double *B, doubl
     double scale_c = 0.0;
     if (fabs(w->J_c[5]) > scale_c) scale_c = fabs(w->J_c[5]);
     if (fabs(w->J_c[1]) > scale_c) scale_c = fabs(w->J_c[1]);
-    if (!(fabs(w->J_c[5]) > SINGULAR_RTOL * scale_c)) return PIVOT_REJECTED;
+    if (!(fabs(w->J_c[5]) > CONDITION_RTOL * scale_c)) return PIVOT_REJECTED;
     double scale_v = 0.0;
     if (fabs(w->B_v[3]) > scale_v) scale_v = fabs(w->B_v[3]);
     if (fabs(w->B_v[10]) > scale_v) scale_v = fabs(w->B_v[10]);
@@ -876,11 +1153,11 @@ static int straight_line_solution(disk_workspace *w, double *A, double *B, doubl
     if (fabs(w->B_v[1]) > scale_v) scale_v = fabs(w->B_v[1]);
     if (fabs(w->B_v[6]) > scale_v) scale_v = fabs(w->B_v[6]);
     if (fabs(w->B_v[13]) > scale_v) scale_v = fabs(w->B_v[13]);
-    if (!(fabs(w->B_v[3]) > SINGULAR_RTOL * scale_v)) return PIVOT_REJECTED;
+    if (!(fabs(w->B_v[3]) > CONDITION_RTOL * scale_v)) return PIVOT_REJECTED;
     const double v83 = 1.0 / w->B_v[3];
-    if (!(fabs(w->B_v[10]) > SINGULAR_RTOL * scale_v)) return PIVOT_REJECTED;
+    if (!(fabs(w->B_v[10]) > CONDITION_RTOL * scale_v)) return PIVOT_REJECTED;
     const double v84 = 1.0 / w->B_v[10];
-    if (!(fabs(w->B_v[17]) > SINGULAR_RTOL * scale_v)) return PIVOT_REJECTED;
+    if (!(fabs(w->B_v[17]) > CONDITION_RTOL * scale_v)) return PIVOT_REJECTED;
     const double v85 = 1.0 / w->B_v[17];
     const double v86 = w->J_vq[14] * v85;
     const double v87 = w->B_v[13] * v85;
@@ -1149,24 +1426,42 @@ static int straight_line_solution(disk_workspace *w, double *A, double *B, doubl
     return DISK_OK;
 }
 
-/* A', B' and the outputs, any partition (the workspace's) */
-STAGE int general_solution(disk_workspace *w, double *A, double *B, double *A_full,
-                           double *B_full)
+/* qd*: the factors in place, unless the general path made them
+   already (the straight-line code keeps its factors in temporaries) */
+static int factor_kinematic_rates(disk_workspace *w)
 {
-    /* M_qq and M_uu factorized in place, unless the general path did it already */
     if (w->straight_line_kinematic_rates) {
         zero_at(w->M_qq, zeros_M_qq, 29);
         /* M_qq */
         if (lu_factor(NQ, w->M_qq, w->pivot_qq, 0.0))
             return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
+        w->straight_line_kinematic_rates = 0;
     }
+    return DISK_OK;
+}
+
+/* ud* (and the multipliers): the factors in place, unless the general path made them
+   already (the straight-line code keeps its factors in temporaries) */
+static int factor_dynamic_rates(disk_workspace *w)
+{
     if (w->straight_line_dynamic_rates) {
         zero_at(w->M_uu, zeros_M_uu, 63);
         zero_at(w->speed_residual, zeros_speed_residual, 2);
         /* M_uu = [M_uuc; M_uud] */
         if (lu_factor(NW, w->M_uu, w->pivot_uu, 0.0))
             return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
+        w->straight_line_dynamic_rates = 0;
     }
+    return DISK_OK;
+}
+
+/* A', B' and the outputs, any partition (the workspace's) */
+STAGE int general_solution(disk_workspace *w, double *A, double *B, double *A_full,
+                           double *B_full)
+{
+    int status = factor_kinematic_rates(w);
+    if (status == DISK_OK) status = factor_dynamic_rates(w);
+    if (status != DISK_OK) return status;
     zero_at(w->J_c, zeros_J_c, 4);
     zero_at(w->J_vq, zeros_J_vq, 16);
     zero_at(w->B_v, zeros_B_v, 12);
@@ -1177,15 +1472,21 @@ STAGE int general_solution(disk_workspace *w, double *A, double *B, double *A_fu
     zero_at(w->A_uu, zeros_A_uu, 32);
     /* J_c P_qd */
     gather(NC, NC, w->J_c, NQ, w->dependent_q, w->Jc_dependent, NC);
-    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
+    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ))) {
+        w->condition[0] = HUGE_VAL;
         return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
+    }
+    w->condition[0] = pivot_condition(NC, w->Jc_dependent, norm_inf(w->J_c, NC * NQ));
     /* K_c = (J_c P_qd)^-1 J_c P_qi */
     gather(NC, NQI, w->J_c, NQ, w->independent_q, w->K_c, NQI);
     lu_solve(NC, w->Jc_dependent, w->pivot_c, w->K_c, NQI);
     /* B_v P_ud */
     gather(NV, NV, w->B_v, NU, w->dependent_u, w->Bv_dependent, NV);
-    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU))) {
+        w->condition[1] = HUGE_VAL;
         return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
+    }
+    w->condition[1] = pivot_condition(NV, w->Bv_dependent, norm_inf(w->B_v, NV * NU));
     /* K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui] */
     gather(NV, NQ, w->J_vq, NQ, 0, w->K_v, (NQ + NUI));
     gather(NV, NUI, w->B_v, NU, w->independent_u, w->K_v + NQ, (NQ + NUI));
@@ -1232,6 +1533,17 @@ STAGE int general_solution(disk_workspace *w, double *A, double *B, double *A_fu
     return DISK_OK;
 }
 
+/* The condition estimate of the rows x rows block of the columns dependent of
+   jacobian (rows x cols), factorized into lu (+Inf if singular). */
+static double block_condition(int rows, int cols, const double *jacobian, const int *dependent,
+                              double *lu, int *pivot)
+{
+    const double scale = norm_inf(jacobian, rows * cols);
+    gather(rows, rows, jacobian, cols, dependent, lu, rows);
+    if (lu_factor(rows, lu, pivot, scale)) return HUGE_VAL;
+    return pivot_condition(rows, lu, scale);
+}
+
 /* complete_point: Newton's method on f_c(q) = 0 for the dependent coordinates;
    leaves f_v and B_v evaluated at the final q */
 static int complete_coordinates(disk_workspace *w, double t, double *q, const double *u,
@@ -1245,12 +1557,21 @@ static int complete_coordinates(disk_workspace *w, double t, double *q, const do
         zero_at(w->J_vq, zeros_J_vq, 16);
         zero_at(w->B_v, zeros_B_v, 12);
         if (!all_finite(w->f_c, NC)) return DISK_ERR_NONFINITE_RESULT;
-        if (norm_inf(w->f_c, NC) <= tol) return DISK_OK;
+        if (norm_inf(w->f_c, NC) <= tol) {
+            /* large at a multiple root, where Newton converges slowly and
+               stops with the coordinates accurate to about sqrt(tol) */
+            w->condition[0] = block_condition(NC, NQ, w->J_c, w->dependent_q, w->Jc_dependent,
+                                              w->pivot_c);
+            return DISK_OK;
+        }
         if (iteration >= max_iter) return DISK_ERR_NO_CONVERGENCE;
         /* J_c P_qd */
         gather(NC, NC, w->J_c, NQ, w->dependent_q, w->Jc_dependent, NC);
-        if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ)))
+        if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ))) {
+            w->condition[0] = HUGE_VAL;
             return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
+        }
+        w->condition[0] = pivot_condition(NC, w->Jc_dependent, norm_inf(w->J_c, NC * NQ));
         /* the Newton step (J_c P_qd)^-1 f_c */
         lu_solve(NC, w->Jc_dependent, w->pivot_c, w->f_c, 1);
         for (k = 0; k < NC; ++k) q[w->dependent_q[k]] -= w->f_c[k];
@@ -1264,12 +1585,422 @@ static int complete_speeds(disk_workspace *w, double *u)
     int k;
     /* B_v P_ud */
     gather(NV, NV, w->B_v, NU, w->dependent_u, w->Bv_dependent, NV);
-    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU)))
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU))) {
+        w->condition[1] = HUGE_VAL;
         return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
+    }
+    w->condition[1] = pivot_condition(NV, w->Bv_dependent, norm_inf(w->B_v, NV * NU));
     /* the step (B_v P_ud)^-1 f_v */
     lu_solve(NV, w->Bv_dependent, w->pivot_v, w->f_v, 1);
     for (k = 0; k < NV; ++k) u[w->dependent_u[k]] -= w->f_v[k];
     return DISK_OK;
+}
+
+/* ---- the local and descriptor forms (DESIGN.md section 3b) ----------------- */
+/*
+ * At every point, numerically: SVDs of J_c and B_v give their ranks, null
+ * spaces and pseudo-inverses; where B_v lost rank, ud* and the multipliers are
+ * the minimum-norm solution of the speed-level system (its SVD). The
+ * linearization then embeds the admissible perturbations T x into the same
+ * block forward substitution as the partition-based solution, and projects
+ * the rows onto the null spaces (Spencer's local state-space form).
+ */
+
+static double rank_rtol(double rank_tol)
+{
+    return rank_tol > 0.0 ? rank_tol : RANK_RTOL;
+}
+
+/* SVDs of J_c and B_v (evaluated, zeros filled): ranks and null spaces */
+static int constraint_svds(disk_workspace *w, double rtol)
+{
+    int i;
+    if (!all_finite(w->J_c, NC * NQ) || !all_finite(w->B_v, NV * NU)) return NONFINITE_RESULT;
+    if (NC <= NQ) {
+        wide_svd(NC, NQ, w->J_c, w->svd_c, w->svd_c_v, w->sigma_c, w->scratch);
+    } else {   /* more constraints than coordinates (redundant ones) */
+        for (i = 0; i < NC * NQ; ++i) w->svd_c[i] = w->J_c[i];
+        jacobi_svd(NC, NQ, w->svd_c, w->svd_c_v, w->sigma_c);
+    }
+    w->rank_c = numerical_rank(w->sigma_c, NQ, NC, rtol);
+    if (NV <= NU) {
+        wide_svd(NV, NU, w->B_v, w->svd_v, w->svd_v_v, w->sigma_v, w->scratch);
+    } else {
+        for (i = 0; i < NV * NU; ++i) w->svd_v[i] = w->B_v[i];
+        jacobi_svd(NV, NU, w->svd_v, w->svd_v_v, w->sigma_v);
+    }
+    w->rank_v = numerical_rank(w->sigma_v, NU, NV, rtol);
+    return DISK_OK;
+}
+
+/*
+ * The speed-level system M_uu [ud; lambda] = [r_a; r_d] by the null space of
+ * B_v: its first NV rows (the acceleration constraints) are B_v ud = r_a, so
+ * ud = B_v^+ r_a + N_u zeta, and the dynamic rows M_d ud + M_l lambda = r_d
+ * (M_l = B_v^T in the multiplier form) leave
+ *     S [zeta; lambda] = r_d - M_d B_v^+ r_a,   S = [M_d N_u, M_l],
+ * ND equations of rank ND, solved in the minimum-norm sense: zeta is unique
+ * (N_u^T M_d N_u zeta = N_u^T (...), the mass matrix on the admissible speeds)
+ * and the multipliers are the minimum-norm ones where B_v lost rank. No
+ * product squares the conditioning of B_v (as a factorization of the whole
+ * KKT matrix would), so points near a singular configuration stay accurate.
+ */
+static int prepare_speed_solve(disk_workspace *w)
+{
+    const int nz = NU - w->rank_v;
+    int i, j;
+    if (!all_finite(w->M_uu, NW * NW)) return NONFINITE_RESULT;
+    fill_zero(w->svd_w, ND * (nz + NL));
+    add_product(ND, NU, nz, 1.0, w->M_uu + NV * NW, NW, 0, w->svd_v_v + w->rank_v, NU, 0, w->svd_w, nz + NL);
+    for (i = 0; i < ND; ++i)
+        for (j = 0; j < NL; ++j) w->svd_w[i * (nz + NL) + nz + j] = w->M_uu[(NV + i) * NW + NU + j];
+    jacobi_svd(ND, nz + NL, w->svd_w, w->svd_w_v, w->sigma_w);
+    if (ND > 0 && !(w->sigma_w[ND - 1] > SINGULAR_RTOL * w->sigma_w[0])) return DISK_ERR_SINGULAR_M_UU;
+    return DISK_OK;
+}
+
+/* x (NW x m, rows [r_a; r_d]) = [ud; lambda], in place (see above) */
+static void solve_speed_rows(disk_workspace *w, double *x, int m)
+{
+    const int nz = NU - w->rank_v;
+    double *particular = w->scratch, *reduced = w->scratch + NU * m, *work = reduced + (nz + NL) * m;
+    int i, j;
+    pseudoinverse_solve(NV, NU, w->rank_v, w->svd_v, w->svd_v_v, w->sigma_v, x, m, m, particular, m, work);
+    add_product(ND, NU, m, -1.0, w->M_uu + NV * NW, NW, 0, particular, m, 0, x + NV * m, m);
+    pseudoinverse_solve(ND, nz + NL, ND, w->svd_w, w->svd_w_v, w->sigma_w, x + NV * m, m, m, reduced, m, work);
+    add_product(NU, nz, m, 1.0, w->svd_v_v + w->rank_v, NU, 0, reduced, m, 0, particular, m);
+    for (i = 0; i < NU; ++i)
+        for (j = 0; j < m; ++j) x[i * m + j] = particular[i * m + j];
+    for (i = 0; i < NL; ++i)
+        for (j = 0; j < m; ++j) x[(NU + i) * m + j] = reduced[(nz + i) * m + j];
+}
+
+/* The point of the local and descriptor forms: the constraints (checked to
+   tol; tol < 0 skips), their SVDs, qd* (M_qq factorized in place), ud* and the
+   multipliers by the null-space solve, the Jacobian blocks. */
+static int local_point(disk_workspace *w, double t, const double *q, const double *u,
+                       const double *r, const double *p, double rtol, double tol)
+{
+    int status, i;
+    evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
+    evaluate_constraint_jacobians(w, t, q, u, r, p);
+    zero_at(w->J_c, zeros_J_c, 4);
+    zero_at(w->J_vq, zeros_J_vq, 16);
+    zero_at(w->B_v, zeros_B_v, 12);
+    status = check_constraints(w, tol);
+    if (status == DISK_OK) status = constraint_svds(w, rtol);
+    if (status != DISK_OK) return status;
+    evaluate_kinematics(w, t, q, u, r, p);
+    status = kinematic_rates(w);
+    if (status == DISK_OK) status = factor_kinematic_rates(w);
+    if (status != DISK_OK) return status;
+    evaluate_dynamics(w, t, q, u, r, p);
+    zero_at(w->M_uu, zeros_M_uu, 63);
+    zero_at(w->speed_residual, zeros_speed_residual, 2);
+    status = prepare_speed_solve(w);
+    if (status != DISK_OK) return status;
+    for (i = 0; i < NW; ++i) w->ud[i] = -w->speed_residual[i];
+    solve_speed_rows(w, w->ud, 1);
+    if (!all_finite(w->ud, NW)) return NONFINITE_RESULT;
+    evaluate_jacobians(w, t, q, u, r, p);
+    zero_at(w->A_qq, zeros_A_qq, 29);
+    zero_at(w->A_qu, zeros_A_qu, 28);
+    zero_at(w->M_uq, zeros_M_uq, 52);
+    zero_at(w->A_uq, zeros_A_uq, 41);
+    zero_at(w->A_uu, zeros_A_uu, 32);
+    return DISK_OK;
+}
+
+/* A'_q = M_qq^-1 A~_q, then A'_u = M_uu^-1 (A~_u - M_uq A'_q), in place on
+   the rows of a ((NQ + NW) x m): the block forward substitution */
+static void solve_rates(disk_workspace *w, double *a, int m)
+{
+    lu_solve(NQ, w->M_qq, w->pivot_qq, a, m);
+    add_product(NW, NQ, m, -1.0, w->M_uq, NQ, 0, a, m, 0, a + NQ * m, m);
+    solve_speed_rows(w, a + NQ * m, m);
+}
+
+/* B' = M^-1 [0; 0; B_u] into w->B_full */
+static void input_rates(disk_workspace *w)
+{
+    int i;
+    fill_zero(w->B_full, (NQ + NW) * NR);
+    for (i = 0; i < ND * NR; ++i) w->B_full[(NQ + NV) * NR + i] = w->B_u[i];
+    solve_speed_rows(w, w->B_full + NQ * NR, NR);
+}
+
+/* The embedding of the local states, T = [[N_q, 0], [C_1 N_q, N_u]] with
+   C_1 = -B_v^+ J_vq (the admissible perturbations: dq = N_q y, du = N_u z +
+   C_1 dq), into w->embedding (NS x nx) */
+static void make_embedding(disk_workspace *w, int ny, int nz)
+{
+    const int nx = ny + nz;
+    double *T_q = w->embedding, *T_u = w->embedding + NQ * nx;
+    int i, j;
+    pseudoinverse_solve(NV, NU, w->rank_v, w->svd_v, w->svd_v_v, w->sigma_v, w->J_vq, NQ, NQ, w->C_1, NQ,
+                        w->scratch);
+    negate(w->C_1, NU * NQ);
+    fill_zero(w->embedding, NS * nx);
+    for (i = 0; i < NQ; ++i)
+        for (j = 0; j < ny; ++j) T_q[i * nx + j] = w->svd_c_v[i * NQ + w->rank_c + j];
+    add_product(NU, NQ, ny, 1.0, w->C_1, NQ, 0, T_q, nx, 0, T_u, nx);
+    for (i = 0; i < NU; ++i)
+        for (j = 0; j < nz; ++j) T_u[i * nx + ny + j] = w->svd_v_v[i * NU + w->rank_v + j];
+}
+
+/* The outputs of the local form from A' in the local states (a_full: NQ rows
+   of coordinates, then the speeds; nx columns) and B' (b_full, NR columns):
+   A = [N_q^T A'_q; N_u^T A'_u], B = [0; N_u^T B'_u], and T. */
+static int local_outputs(disk_workspace *w, int ny, int nz, const double *a_full,
+                         const double *b_full, double *A, double *B, double *T)
+{
+    const int nx = ny + nz;
+    const double *T_q = w->embedding, *T_u = w->embedding + NQ * nx;
+    int i;
+    if (!all_finite(a_full, (NQ + NU) * nx) || !all_finite(b_full, (NQ + NU) * NR)) return NONFINITE_RESULT;
+    if (A) {
+        fill_zero(A, nx * nx);
+        add_product(ny, NQ, nx, 1.0, T_q, nx, 1, a_full, nx, 0, A, nx);
+        add_product(nz, NU, nx, 1.0, T_u + ny, nx, 1, a_full + NQ * nx, nx, 0, A + ny * nx, nx);
+    }
+    if (B) {
+        fill_zero(B, nx * NR);
+        add_product(nz, NU, NR, 1.0, T_u + ny, nx, 1, b_full + NQ * NR, NR, 0, B + ny * NR, NR);
+    }
+    if (T) for (i = 0; i < NS * nx; ++i) T[i] = w->embedding[i];
+    return DISK_OK;
+}
+
+/* The local state-space form at the point local_point evaluated: A' = M^-1 A~
+   T in the local states (the block forward substitution of the partition-
+   based solution with the embedding T in place of the partition's), then the
+   rows projected onto the null spaces. */
+static int local_solution(disk_workspace *w, double *A, double *B, double *T)
+{
+    const int ny = NQ - w->rank_c, nz = NU - w->rank_v, nx = ny + nz;
+    const double *T_q = w->embedding, *T_u = w->embedding + NQ * nx;
+    double *A_q = w->local_full, *A_u = w->local_full + NQ * nx;
+    make_embedding(w, ny, nz);
+    /* A~ = [A_qq, A_qu; A_uq, A_uu] T, then A' */
+    fill_zero(w->local_full, (NQ + NW) * nx);
+    add_product(NQ, NQ, nx, 1.0, w->A_qq, NQ, 0, T_q, nx, 0, A_q, nx);
+    add_product(NQ, NU, nx, 1.0, w->A_qu, NU, 0, T_u, nx, 0, A_q, nx);
+    add_product(NW, NQ, nx, 1.0, w->A_uq, NQ, 0, T_q, nx, 0, A_u, nx);
+    add_product(NW, NU, nx, 1.0, w->A_uu, NU, 0, T_u, nx, 0, A_u, nx);
+    solve_rates(w, w->local_full, nx);
+    input_rates(w);
+    return local_outputs(w, ny, nz, w->local_full, w->B_full, A, B, T);
+}
+
+/* The local form at a regular point where the default partition's
+   straight-line code runs: A' of all states for the partition (x_p = [q_i,
+   u_i]), and the local states through x_p = H x, H the rows of the
+   independent states of the embedding T (the admissible perturbation T x has
+   those independent entries): A' in the local states = A'_p H. The same
+   numbers as local_point and local_solution, at the straight-line cost.
+   PIVOT_REJECTED where that does not apply (then the caller takes the
+   general path). */
+static int straight_line_local(disk_workspace *w, double t, const double *q, const double *u,
+                               const double *r, const double *p, double rtol, double tol, double *A,
+                               double *B, double *T)
+{
+    double *H = w->scratch;
+    int status = evaluate_point(w, t, q, u, r, p), i, j;
+    const int violation = check_constraints(w, tol);
+    if (violation != DISK_OK) return violation;
+    if (status != DISK_OK || !w->straight_line_kinematic_rates || !w->straight_line_dynamic_rates)
+        return PIVOT_REJECTED;
+    zero_at(w->J_c, zeros_J_c, 4);
+    zero_at(w->J_vq, zeros_J_vq, 16);
+    zero_at(w->B_v, zeros_B_v, 12);
+    status = constraint_svds(w, rtol);
+    if (status != DISK_OK) return status;
+    if (w->rank_c < NC || w->rank_v < NV) return PIVOT_REJECTED;
+    evaluate_jacobians(w, t, q, u, r, p);
+    status = straight_line_solution(w, 0, 0, w->A_full, w->B_full);
+    if (status != DISK_OK) return PIVOT_REJECTED;
+    make_embedding(w, NQI, NUI);   /* full ranks: the sizes of the partition */
+    for (i = 0; i < NQI; ++i)
+        for (j = 0; j < NX; ++j) H[i * NX + j] = w->embedding[default_independent_q[i] * NX + j];
+    for (i = 0; i < NUI; ++i)
+        for (j = 0; j < NX; ++j) H[(NQI + i) * NX + j] = w->embedding[(NQ + default_independent_u[i]) * NX + j];
+    fill_zero(w->local_full, (NQ + NU) * NX);
+    add_product(NQ + NU, NX, NX, 1.0, w->A_full, NX, 0, H, NX, 0, w->local_full, NX);
+    return local_outputs(w, NQI, NUI, w->local_full, w->B_full, A, B, T);
+}
+
+static void report_ranks(const disk_workspace *w, int *ranks, double *sigma)
+{
+    int i;
+    if (ranks) {
+        ranks[0] = w->rank_c;
+        ranks[1] = w->rank_v;
+    }
+    if (sigma) {
+        for (i = 0; i < NC; ++i) sigma[i] = w->sigma_c[i];
+        for (i = 0; i < NV; ++i) sigma[NC + i] = w->sigma_v[i];
+    }
+}
+
+/* dst (ld columns) += alpha src (rows x cols, stride ld_src) at (row, col) */
+static void place(double *dst, int ld, int row, int col, const double *src, int rows, int cols,
+                  int ld_src, double alpha)
+{
+    int i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) dst[(row + i) * ld + col + j] += alpha * src[i * ld_src + j];
+}
+
+/* rows (count x cols, stride ld) = (I - P) rows, P count x count; tmp: count */
+static void project_out(double *rows, int count, int cols, int ld, const double *P, double *tmp)
+{
+    int i, j, k;
+    for (j = 0; j < cols; ++j) {
+        for (i = 0; i < count; ++i) {
+            double sum = 0.0;
+            for (k = 0; k < count; ++k) sum += P[i * count + k] * rows[k * ld + j];
+            tmp[i] = sum;
+        }
+        for (i = 0; i < count; ++i) rows[i * ld + j] -= tmp[i];
+    }
+}
+
+/* rows first .. first + count of a (ld columns) in reverse order */
+static void reverse_rows(double *a, int ld, int first, int count)
+{
+    int i, j;
+    for (i = 0; i < count / 2; ++i) {
+        double *x = a + (first + i) * ld, *y = a + (first + count - 1 - i) * ld;
+        for (j = 0; j < ld; ++j) {
+            const double swap = x[j];
+            x[j] = y[j];
+            y[j] = swap;
+        }
+    }
+}
+
+/* the speed-level rows [f_a; f_d] (at row RS) reordered to [f_d; f_a] */
+static void dynamic_rows_first(double *a, int ld, int first)
+{
+    reverse_rows(a, ld, first, NV);
+    reverse_rows(a, ld, first + NV, ND);
+    reverse_rows(a, ld, first, NW);
+}
+
+/* The descriptor form at the point local_point evaluated (see the header):
+   the linearization of f_k(q, q' - J_c^T mu, u) = 0, the speed-level rows
+   [f_a; f_d](q, q' - J_c^T mu, u, u' - B_v^T nu, lambda, r) = 0 (the
+   acceleration rows and the velocity rows projected onto the range of B_v),
+   J_c dq + P_c mu = 0 and (I - P_v)(J_vq dq + B_v du) + P_v nu = 0. */
+static int descriptor(disk_workspace *w, double t, const double *q, const double *u,
+                      const double *r, const double *p, double *E, double *A, double *B)
+{
+    enum { CU = NQ, CL = NQ + NU, CMU = NQ + NU + NL, CNU = NQ + NU + NL + NC };
+    enum { RS = NQ, RP = NQ + NW, RV = NQ + NW + NC };
+    /* M_qq and M_uu were factorized in place: evaluate them again */
+    evaluate_kinematics(w, t, q, u, r, p);
+    zero_at(w->M_qq, zeros_M_qq, 29);
+    evaluate_dynamics(w, t, q, u, r, p);
+    zero_at(w->M_uu, zeros_M_uu, 63);
+    zero_at(w->speed_residual, zeros_speed_residual, 2);
+    left_null_projector(NC, NQ, w->rank_c, w->svd_c, w->sigma_c, w->projector_c);
+    left_null_projector(NV, NU, w->rank_v, w->svd_v, w->sigma_v, w->projector_v);
+    fill_zero(E, NDESC * NDESC);
+    fill_zero(A, NDESC * NDESC);
+    fill_zero(B, NDESC * NR);
+    /* kinematic rows */
+    place(E, NDESC, 0, 0, w->M_qq, NQ, NQ, NQ, 1.0);
+    add_product(NQ, NQ, NC, 1.0, w->M_qq, NQ, 0, w->J_c, NQ, 1, A + CMU, NDESC);
+    place(A, NDESC, 0, 0, w->A_qq, NQ, NQ, NQ, 1.0);
+    place(A, NDESC, 0, CU, w->A_qu, NQ, NU, NU, 1.0);
+    /* speed rows: the acceleration constraints, then the dynamic equations */
+    place(E, NDESC, RS, 0, w->M_uq, NW, NQ, NQ, 1.0);
+    place(E, NDESC, RS, CU, w->M_uu, NW, NU, NW, 1.0);
+    place(A, NDESC, RS, 0, w->A_uq, NW, NQ, NQ, 1.0);
+    place(A, NDESC, RS, CU, w->A_uu, NW, NU, NU, 1.0);
+    place(A, NDESC, RS, CL, w->M_uu + NU, NW, NL, NW, -1.0);
+    place(B, NR, RS + NV, 0, w->B_u, ND, NR, NR, 1.0);
+    add_product(NW, NQ, NC, 1.0, w->M_uq, NQ, 0, w->J_c, NQ, 1, A + RS * NDESC + CMU, NDESC);
+    add_product(NW, NU, NV, 1.0, w->M_uu, NW, 0, w->B_v, NU, 1, A + RS * NDESC + CNU, NDESC);
+    /* position and velocity rows */
+    place(A, NDESC, RP, 0, w->J_c, NC, NQ, NQ, 1.0);
+    place(A, NDESC, RP, CMU, w->projector_c, NC, NC, NC, 1.0);
+    place(A, NDESC, RV, 0, w->J_vq, NV, NQ, NQ, 1.0);
+    place(A, NDESC, RV, CU, w->B_v, NV, NU, NU, 1.0);
+    /* the acceleration and velocity rows onto the range of B_v; where B_v
+       lost rank, the rest fixes the free multipliers and nu */
+    project_out(E + RS * NDESC, NV, NDESC, NDESC, w->projector_v, w->newton_residual);
+    project_out(A + RS * NDESC, NV, NDESC, NDESC, w->projector_v, w->newton_residual);
+    project_out(A + RV * NDESC, NV, NDESC, NDESC, w->projector_v, w->newton_residual);
+    if (NL == NV) place(A, NDESC, RS, CL, w->projector_v, NV, NV, NV, -1.0);
+    place(A, NDESC, RV, CNU, w->projector_v, NV, NV, NV, 1.0);
+    dynamic_rows_first(E, NDESC, RS);
+    dynamic_rows_first(A, NDESC, RS);
+    dynamic_rows_first(B, NR, RS);
+    if (!all_finite(E, NDESC * NDESC) || !all_finite(A, NDESC * NDESC) || !all_finite(B, NDESC * NR))
+        return NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* R = [f_c; f_v; N_u^T ud*] at the point local_point evaluated, into
+   w->newton_residual; returns its length, *norm = max|R| */
+static int equilibrium_residual(disk_workspace *w, double *norm)
+{
+    const int nz = NU - w->rank_v;
+    int i;
+    for (i = 0; i < NC; ++i) w->newton_residual[i] = w->f_c[i];
+    for (i = 0; i < NV; ++i) w->newton_residual[NC + i] = w->f_v[i];
+    fill_zero(w->newton_residual + NC + NV, nz);
+    add_product(nz, NU, 1, 1.0, w->svd_v_v + w->rank_v, NU, 1, w->ud, 1, 0, w->newton_residual + NC + NV, 1);
+    *norm = all_finite(w->newton_residual, NC + NV + nz) ? norm_inf(w->newton_residual, NC + NV + nz)
+                                                         : HUGE_VAL;
+    return NC + NV + nz;
+}
+
+/* d R / d[q; u] (rows x NS, into w->newton_jacobian): [[J_c, 0]; [J_vq, B_v];
+   N_u^T (G - [C, 0])], G the ud rows of A' for the identity embedding. C is
+   the turning of the null space: d(N_u^T ud*)/dq = N_u^T (G_q - C) at a
+   point where N_u^T ud* = 0, with C = d(B_v^T a)/dq, a = (B_v^+)^T ud* (the
+   accelerations along the constraint normals a steady motion keeps, e.g. the
+   rolling disk's). In the multiplier form C is exact: the dynamic rows of A_uq
+   hold -d(B_v^T lambda)/dq, linear in lambda, so C is the change of A_uq when
+   a is added to the multipliers (one more evaluation of the Jacobian stage).
+   Without multipliers C is left out (slower convergence at steady motions). */
+static void equilibrium_jacobian(disk_workspace *w, double t, const double *q, const double *u,
+                                 const double *r, const double *p, int rows)
+{
+    double *a = w->local_full, *J = w->newton_jacobian;
+    fill_zero(a, (NQ + NW) * NS);
+    place(a, NS, 0, 0, w->A_qq, NQ, NQ, NQ, 1.0);
+    place(a, NS, 0, NQ, w->A_qu, NQ, NU, NU, 1.0);
+    place(a, NS, NQ, 0, w->A_uq, NW, NQ, NQ, 1.0);
+    place(a, NS, NQ, NQ, w->A_uu, NW, NU, NU, 1.0);
+    solve_rates(w, a, NS);
+    fill_zero(J, rows * NS);
+    place(J, NS, 0, 0, w->J_c, NC, NQ, NQ, 1.0);
+    place(J, NS, NC, 0, w->J_vq, NV, NQ, NQ, 1.0);
+    place(J, NS, NC, NQ, w->B_v, NV, NU, NU, 1.0);
+    if (NL == NV && NV > 0) {
+        double *turning = w->embedding, *normal = w->newton_work;
+        int i, j, k;
+        /* normal = (B_v^+)^T ud* = sum_k g_k (v_k . ud*) / sigma_k^2 (g_k = U S) */
+        fill_zero(normal, NV);
+        for (k = 0; k < w->rank_v; ++k) {
+            double dot = 0.0;
+            for (i = 0; i < NU; ++i) dot += w->svd_v_v[i * NU + k] * w->ud[i];
+            dot /= w->sigma_v[k] * w->sigma_v[k];
+            for (i = 0; i < NV; ++i) normal[i] += w->svd_v[i * NU + k] * dot;
+        }
+        for (i = 0; i < NU * NQ; ++i) turning[i] = w->A_uq[NV * NQ + i];
+        for (i = 0; i < NV; ++i) w->ud[NU + i] += normal[i];
+        evaluate_jacobians(w, t, q, u, r, p);
+        for (i = 0; i < NV; ++i) w->ud[NU + i] -= normal[i];
+        /* G_q - C = G_q - (A_uq(lambda*) - A_uq(lambda* + a)) */
+        for (i = 0; i < NU; ++i)
+            for (j = 0; j < NQ; ++j) a[(NQ + i) * NS + j] -= turning[i * NQ + j] - w->A_uq[(NV + i) * NQ + j];
+    }
+    add_product(rows - NC - NV, NU, NS, 1.0, w->svd_v_v + w->rank_v, NU, 1, a + NQ * NS, NS, 0,
+                J + (NC + NV) * NS, NS);
 }
 
 /* ---- entry points --------------------------------------------------------- */
@@ -1289,8 +2020,11 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
     if (status != DISK_OK) return status;
     evaluate_jacobians(work, t, q, u, r, p);
     status = PIVOT_REJECTED;
-    if (!partition_given && work->straight_line_kinematic_rates && work->straight_line_dynamic_rates)
+    if (!partition_given && work->straight_line_kinematic_rates && work->straight_line_dynamic_rates) {
         status = straight_line_solution(work, A, B, A_full, B_full);
+        /* every static pivot of J_c P_qd and B_v P_ud passed CONDITION_RTOL */
+        if (status == DISK_OK) work->condition[0] = work->condition[1] = 0.0;
+    }
     if (status == PIVOT_REJECTED && !partition_given) set_partition(0, 0, work);
     if (status == PIVOT_REJECTED) status = general_solution(work, A, B, A_full, B_full);
     if (status == DISK_OK) copy_rates(work, qd, ud);
@@ -1335,6 +2069,130 @@ int disk_complete_point(double t, double *q, double *u, const double *p,
     return status;
 }
 
+int disk_linearize_local(double t, const double *q, const double *u, const double *r,
+        const double *p, double rank_tol, double tol, double *A, double *B, double *T,
+        int *ranks, double *sigma, disk_workspace *work)
+{
+    int status = prepare(t, q, u, &r, &p, work);
+    if (status != DISK_OK) return status;
+    status = straight_line_local(work, t, q, u, r, p, rank_rtol(rank_tol), tol, A, B, T);
+    if (status == PIVOT_REJECTED)
+    {
+        status = local_point(work, t, q, u, r, p, rank_rtol(rank_tol), tol);
+        if (status == DISK_OK) status = local_solution(work, A, B, T);
+    }
+    if (status == DISK_OK) report_ranks(work, ranks, sigma);
+    return status;
+}
+
+int disk_linearize_descriptor(double t, const double *q, const double *u, const double *r,
+        const double *p, double rank_tol, double tol, double *E, double *A, double *B,
+        int *ranks, disk_workspace *work)
+{
+    int status = prepare(t, q, u, &r, &p, work);
+    if (status == DISK_OK && (!E || !A || (NR && !B))) status = DISK_ERR_NULL_ARGUMENT;
+    if (status == DISK_OK) status = local_point(work, t, q, u, r, p, rank_rtol(rank_tol), tol);
+    if (status == DISK_OK) status = descriptor(work, t, q, u, r, p, E, A, B);
+    if (status == DISK_OK) report_ranks(work, ranks, 0);
+    return status;
+}
+
+int disk_automatic_partition(double t, const double *q, const double *u, const double *p,
+        double rank_tol, int *dependent_q, int *dependent_u, int *ranks,
+        disk_workspace *work)
+{
+    disk_workspace *w = work;   /* the name the zero tables use */
+    const double *r = 0;
+    int status = prepare(t, q, u, &r, &p, work), i;
+    (void)w;
+    if (status == DISK_OK && ((NC && !dependent_q) || (NV && !dependent_u)))
+        status = DISK_ERR_NULL_ARGUMENT;
+    if (status != DISK_OK) return status;
+    evaluate_residuals(t, q, u, p, work->f_c, work->f_v, work->carried);
+    evaluate_constraint_jacobians(work, t, q, u, r, p);
+    zero_at(w->J_c, zeros_J_c, 4);
+    zero_at(w->J_vq, zeros_J_vq, 16);
+    zero_at(w->B_v, zeros_B_v, 12);
+    status = constraint_svds(work, rank_rtol(rank_tol));
+    if (status != DISK_OK) return status;
+    report_ranks(work, ranks, 0);
+    for (i = 0; i < NC * NQ; ++i) work->scratch[i] = work->J_c[i];
+    pivot_columns(NC, NQ, work->scratch, work->rank_c, dependent_q);
+    for (i = work->rank_c; i < NC; ++i) dependent_q[i] = -1;
+    for (i = 0; i < NV * NU; ++i) work->scratch[i] = work->B_v[i];
+    pivot_columns(NV, NU, work->scratch, work->rank_v, dependent_u);
+    for (i = work->rank_v; i < NV; ++i) dependent_u[i] = -1;
+    return work->rank_c < NC || work->rank_v < NV ? DISK_ERR_RANK_DEFICIENT : DISK_OK;
+}
+
+int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
+        const int *vary_q, const int *vary_u, double rank_tol, double tol, int max_iter,
+        int *iterations, double *residual, disk_workspace *work)
+{
+    const double rtol = rank_rtol(rank_tol);
+    int columns[NS + 1], count = 0, iteration = 0, status, i, k;
+    double norm = HUGE_VAL;
+    status = prepare(t, q, u, &r, &p, work);
+    for (i = 0; i < NQ; ++i) if (!vary_q || vary_q[i]) columns[count++] = i;
+    for (i = 0; i < NU; ++i) if (vary_u && vary_u[i]) columns[count++] = NQ + i;
+    for (; status == DISK_OK; ++iteration) {
+        double step = 1.0;
+        int rows, rank;
+        status = local_point(work, t, q, u, r, p, rtol, -1.0);
+        if (status != DISK_OK) break;
+        rows = equilibrium_residual(work, &norm);
+        if (norm == HUGE_VAL) status = NONFINITE_RESULT;
+        if (status != DISK_OK || norm <= tol) break;
+        if (iteration >= max_iter) {
+            status = DISK_ERR_NO_CONVERGENCE;
+            break;
+        }
+        /* the minimum-norm least-squares Gauss-Newton step in the unknowns */
+        equilibrium_jacobian(work, t, q, u, r, p, rows);
+        gather(rows, count, work->newton_jacobian, NS, columns, work->scratch, count);
+        jacobi_svd(rows, count, work->scratch, work->newton_v, work->newton_sigma);
+        rank = numerical_rank(work->newton_sigma, count, rows, rtol);
+        pseudoinverse_solve(rows, count, rank, work->scratch, work->newton_v, work->newton_sigma,
+                            work->newton_residual, 1, 1, work->newton_step, 1, work->newton_work);
+        /* halve the step until max|R| decreases (at most 12 times; then take it) */
+        for (k = 0; k < 12; ++k, step *= 0.5) {
+            double trial = HUGE_VAL;
+            for (i = 0; i < NQ; ++i) work->trial_q[i] = q[i];
+            for (i = 0; i < NU; ++i) work->trial_u[i] = u[i];
+            for (i = 0; i < count; ++i) {
+                if (columns[i] < NQ) work->trial_q[columns[i]] -= step * work->newton_step[i];
+                else work->trial_u[columns[i] - NQ] -= step * work->newton_step[i];
+            }
+            if (local_point(work, t, work->trial_q, work->trial_u, r, p, rtol, -1.0) == DISK_OK)
+                equilibrium_residual(work, &trial);
+            if (trial < norm) break;
+        }
+        for (i = 0; i < NQ; ++i) q[i] = work->trial_q[i];
+        for (i = 0; i < NU; ++i) u[i] = work->trial_u[i];
+    }
+    if (iterations) *iterations = iteration;
+    if (residual) *residual = norm;
+    return status;
+}
+
+void disk_partition_condition(disk_workspace *work, double *condition)
+{
+    if (!work || !condition) return;
+    if (work->condition[0] == 0.0 || work->condition[1] == 0.0) {
+        /* the straight-line code ran (the default partition), so J_c and B_v
+           are evaluated and the estimates were not needed: make them now */
+        set_partition(0, 0, work);
+        if (work->condition[0] == 0.0)
+            work->condition[0] = block_condition(NC, NQ, work->J_c, work->dependent_q,
+                                                 work->Jc_dependent, work->pivot_c);
+        if (work->condition[1] == 0.0)
+            work->condition[1] = block_condition(NV, NU, work->B_v, work->dependent_u,
+                                                 work->Bv_dependent, work->pivot_v);
+    }
+    condition[0] = work->condition[0];
+    condition[1] = work->condition[1];
+}
+
 const char *disk_status_message(int status)
 {
     switch (status) {
@@ -1348,8 +2206,9 @@ const char *disk_status_message(int status)
     case DISK_ERR_SINGULAR_CONFIGURATION_PARTITION: return "J_c P_qd is singular: choose other dependent coordinates";
     case DISK_ERR_SINGULAR_VELOCITY_PARTITION: return "B_v P_ud is singular: choose other dependent speeds";
     case DISK_ERR_NONFINITE_RESULT: return "the model's expressions evaluate to NaN or Inf at this point (e.g. 0/0, or an overflow)";
-    case DISK_ERR_NO_CONVERGENCE: return "Newton's method on f_c did not converge";
+    case DISK_ERR_NO_CONVERGENCE: return "Newton's method did not converge";
     case DISK_ERR_NULL_ARGUMENT: return "a required pointer argument is NULL";
+    case DISK_ERR_RANK_DEFICIENT: return "a constraint Jacobian is rank-deficient here (a singular configuration): no partition works; use linearize_local";
     default: return "unknown status code";
     }
 }
@@ -1365,7 +2224,12 @@ const char *disk_status_message(int status)
 #undef NUI
 #undef NX
 #undef ND
+#undef NL
+#undef NS
+#undef NDESC
 #undef SINGULAR_RTOL
+#undef RANK_RTOL
+#undef CONDITION_RTOL
 #undef PIVOT_TAU
 #undef NONFINITE_RESULT
 #undef PIVOT_REJECTED

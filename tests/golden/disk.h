@@ -53,6 +53,10 @@ extern "C" {
 /* unknowns of the speed-level solve: the speeds' derivatives, plus one
    multiplier per velocity constraint when the dynamics are in multiplier form */
 #define DISK_NW 9
+#define DISK_NL (DISK_NW - DISK_NU)   /* multipliers (0 unless the multiplier form) */
+#define DISK_NS (DISK_NQ + DISK_NU)   /* all states: the most states a local form has */
+/* variables of the descriptor form: dq, du, dlambda, mu, nu */
+#define DISK_NDESC (DISK_NQ + DISK_NU + DISK_NL + DISK_NC + DISK_NV)
 
 /* Status codes. */
 #define DISK_OK 0
@@ -82,10 +86,16 @@ extern "C" {
    matrix itself holds NaN or Inf, and instead of a constraint status when a residual
    is NaN: the cause is the model's expressions at this point, not the partition. */
 #define DISK_ERR_NONFINITE_RESULT 9
-/* Newton's method on f_c did not reach tol within max_iter iterations. */
+/* Newton's method did not reach tol within max_iter iterations (complete_point: on
+   f_c; equilibrium: on the equilibrium equations). */
 #define DISK_ERR_NO_CONVERGENCE 10
 /* A required pointer argument is NULL. */
 #define DISK_ERR_NULL_ARGUMENT 11
+/* J_c or B_v has lower rank than it has rows at this point (a singular configuration,
+   or redundant constraints): no choice of NC dependent coordinates (NV dependent
+   speeds) is valid. disk_linearize_local and disk_linearize_descriptor linearize such
+   points. */
+#define DISK_ERR_RANK_DEFICIENT 12
 
 /* Pivots of the LU factorizations (partial pivoting) smaller than this times the
    largest absolute entry of the matrix count as singular. */
@@ -103,6 +113,20 @@ extern "C" {
    pivoting would choose. */
 #ifndef DISK_PIVOT_TAU
 #define DISK_PIVOT_TAU 0.1
+#endif
+
+/* The local and descriptor forms and the automatic partition decide the rank of
+   J_c and B_v by their singular values: those above this times the largest
+   count (the default; each call may pass its own rank_tol). */
+#ifndef DISK_RANK_RTOL
+#define DISK_RANK_RTOL 1e-9
+#endif
+
+/* The straight-line code accepts a static pivot of J_c P_qd or B_v P_ud only
+   above this times the Jacobian's largest entry; below it, the general path
+   runs and estimates the block's condition (disk_partition_condition). */
+#ifndef DISK_CONDITION_RTOL
+#define DISK_CONDITION_RTOL 1e-4
 #endif
 
 /* Names, in array order, each list terminated by NULL. */
@@ -138,6 +162,28 @@ typedef struct disk_workspace {
     double r_zero[DISK_NR + 1];
     /* common subexpressions and factors one stage computes and a later one uses */
     double carried[69 + 1];
+    /* condition estimates of J_c P_qd and B_v P_ud of the last call (0: not
+       estimated, below the warning level); read with disk_partition_condition */
+    double condition[2];
+    /* the local and descriptor forms: SVDs of J_c, B_v and of the reduced
+       speed system, the ranks, C_1 = -B_v^+ J_vq, the embedding T, A' in the
+       local states, scratch; and the equilibrium's Newton iteration */
+    double svd_c[DISK_NC * DISK_NQ + 1], svd_c_v[DISK_NQ * DISK_NQ + 1];
+    double sigma_c[DISK_NQ + 1];
+    double svd_v[DISK_NV * DISK_NU + 1], svd_v_v[DISK_NU * DISK_NU + 1];
+    double sigma_v[DISK_NU + 1];
+    double svd_w[DISK_NW * DISK_NW + 1], svd_w_v[DISK_NW * DISK_NW + 1];
+    double sigma_w[DISK_NW + 1];
+    double C_1[DISK_NU * DISK_NQ + 1], embedding[DISK_NS * DISK_NS + 1];
+    double local_full[(DISK_NQ + DISK_NW) * (DISK_NS + DISK_NR) + 1];
+    double projector_c[DISK_NC * DISK_NC + 1], projector_v[DISK_NV * DISK_NV + 1];
+    double scratch[(DISK_NS + 3 * DISK_NW) * (DISK_NS + DISK_NR + 1) + 1];
+    double newton_jacobian[(DISK_NC + DISK_NV + DISK_NU) * DISK_NS + 1];
+    double newton_v[DISK_NS * DISK_NS + 1], newton_sigma[DISK_NS + 1];
+    double newton_residual[DISK_NC + DISK_NV + DISK_NU + 1];
+    double newton_step[DISK_NS + 1], newton_work[DISK_NS + 1];
+    double trial_q[DISK_NQ + 1], trial_u[DISK_NU + 1];
+    int rank_c, rank_v;
     int straight_line_kinematic_rates, straight_line_dynamic_rates;
     int pivot_qq[DISK_NQ + 1], pivot_uu[DISK_NW + 1];
     int pivot_c[DISK_NC + 1], pivot_v[DISK_NV + 1];
@@ -181,6 +227,66 @@ int disk_constraint_residuals(double t, const double *q, const double *u, const 
 int disk_complete_point(double t, double *q, double *u, const double *p,
         const int *dependent_q, const int *dependent_u, double tol, int max_iter,
         disk_workspace *work);
+
+/*
+ * The local state-space form (Spencer's name) at (t, q, u, r, p): defined at
+ * regular and singular configurations alike. With orthonormal bases N_q of the
+ * null space of J_c (NQ - rank_c columns) and N_u of that of B_v (NU - rank_v),
+ * the admissible perturbations are
+ *     dq = N_q y,   du = N_u z + C_1 dq,   C_1 = -B_v^+ J_vq,
+ * and x = [y, z] obeys d x/dt = A x + B r, with qd*, ud* and the multipliers
+ * from the minimum-norm (pseudo-inverse) solution where B_v lost rank. Ranks
+ * count the singular values above rank_tol times the largest (rank_tol <= 0:
+ * DISK_RANK_RTOL). At a regular point A is similar to linearize's A at
+ * equilibria. tol: as for linearize.
+ * Outputs (each may be NULL; nx = (NQ - ranks[0]) + (NU - ranks[1]), packed
+ * row-major with nx columns):
+ *   A  nx x nx (a buffer of DISK_NS^2), B nx x NR (a buffer of NS * NR),
+ *   T  the embedding [dq; du] = T x: NS x nx = [[N_q, 0], [C_1 N_q, N_u]] (NS^2),
+ *   ranks  [rank of J_c, rank of B_v],
+ *   sigma  the singular values of J_c (NC, decreasing), then of B_v (NV).
+ */
+int disk_linearize_local(double t, const double *q, const double *u, const double *r,
+        const double *p, double rank_tol, double tol, double *A, double *B, double *T,
+        int *ranks, double *sigma, disk_workspace *work);
+
+/*
+ * The linearized descriptor form E w' = A w + B r (González et al., eqs. 7-8,
+ * index-reduced, with stabilizing multipliers): defined at every point, its
+ * finite generalized eigenvalues are those of linearize_local. Variables
+ * w = [dq (NQ), du (NU), dlambda (NL), mu (NC), nu (NV)]; rows: kinematic (NQ),
+ * dynamic (NW - NV), acceleration constraints (NV), position (NC), velocity (NV). E, A: NDESC x NDESC, B: NDESC x NR, row-major.
+ */
+int disk_linearize_descriptor(double t, const double *q, const double *u, const double *r,
+        const double *p, double rank_tol, double tol, double *E, double *A, double *B,
+        int *ranks, disk_workspace *work);
+
+/* The automatic partition at (t, q, u, p): the pivot columns of a column-pivoted
+   QR of J_c and of B_v (the best-conditioned dependent sets), ascending, NC and
+   NV entries. RANK_DEFICIENT when J_c or B_v has lost rank (ranks, if not NULL,
+   tells; the arrays then hold the rank pivots followed by -1). */
+int disk_automatic_partition(double t, const double *q, const double *u, const double *p,
+        double rank_tol, int *dependent_q, int *dependent_u, int *ranks,
+        disk_workspace *work);
+
+/* An equilibrium or steady motion near (q, u), in place: Gauss-Newton with
+   minimum-norm steps (and step halving) on R = [f_c; f_v; N_u^T ud*], the
+   constraints and the accelerations of the local form. vary_q: NQ flags, 1 for
+   the coordinates solved for (NULL: all); vary_u: NU flags for the speeds
+   solved for (NULL: none; the speeds are held). Converged when max|R| <= tol;
+   NO_CONVERGENCE after max_iter iterations. iterations and residual (the last
+   max|R|) may be NULL. */
+int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
+        const int *vary_q, const int *vary_u, double rank_tol, double tol, int max_iter,
+        int *iterations, double *residual, disk_workspace *work);
+
+/* After linearize or complete_point with this workspace: estimates of the
+   condition of J_c P_qd and B_v P_ud (the Jacobian's largest entry over the
+   smallest LU pivot; 1 without constraints, +Inf where singular, NaN where the
+   call failed before it factorized the block). Large values
+   (say above 1e6) mean about log10(condition) digits of the result are at risk:
+   choose other dependent coordinates or use linearize_local. */
+void disk_partition_condition(disk_workspace *work, double *condition);
 
 /* A constant English sentence describing a status code. */
 const char *disk_status_message(int status);
