@@ -9,6 +9,9 @@
                                                  CasADi, SymPy's routes; build stages; targets
     python -m codegen scaling --sizes 2 4 8 16   n-link cart chain: build stages and time per
                                                  point vs n (table, CSV, PNG)
+    python -m codegen equilibria fourbar --coordinate phi --from -3 --to 3 --num 25
+                                                 equilibria from guesses along one coordinate,
+                                                 with eigenvalues and stability
     python -m codegen list                       the built-in models
 """
 
@@ -72,33 +75,40 @@ def _import_hint(name, output_dir):
     return hint
 
 
-def command_build(args):
+def _build_and_load(spec, output_dir, force=False, progress=None):
+    """Build (or find cached) and import a built-in model or a user's
+    ``path/to/file.py:function``. Returns (artifact, module, model_module,
+    seconds forming the equations, seconds importing)."""
     from .load import load_package
-    from .pipeline import build_artifact, terminal_progress
-
     from .models import BUILTIN, builtin_module
-    from .pipeline import build_builtin
+    from .pipeline import build_artifact, build_builtin
+
+    if progress:
+        progress(f"forming the equations of {spec}")
+    if spec in BUILTIN:
+        model_module = builtin_module(spec)
+        artifact, formed = build_builtin(spec, output_dir, force=force, progress=progress)
+    else:
+        started = time.perf_counter()
+        model, model_module = _load_model(spec)
+        formed = time.perf_counter() - started
+        if progress:
+            progress("hashing the equations to look up the build cache")
+        artifact = build_artifact(model, output_dir, force=force, progress=progress)
+    if progress:
+        progress("importing the compiled module")
+    started = time.perf_counter()
+    module = load_package(artifact.package_dir)
+    return artifact, module, model_module, formed, time.perf_counter() - started
+
+
+def command_build(args):
+    from .pipeline import terminal_progress
 
     progress = _build_progress(terminal_progress())
     try:
-        if progress:
-            progress(f"forming the equations of {args.model}")
-        if args.model in BUILTIN:
-            model_module = builtin_module(args.model)
-            artifact, formed = build_builtin(args.model, args.output_dir, force=args.force,
-                                             progress=progress)
-        else:
-            started = time.perf_counter()
-            model, model_module = _load_model(args.model)
-            formed = time.perf_counter() - started
-            if progress:
-                progress("hashing the equations to look up the build cache")
-            artifact = build_artifact(model, args.output_dir, force=args.force, progress=progress)
-        if progress:
-            progress("importing the compiled module")
-        started = time.perf_counter()
-        module = load_package(artifact.package_dir)
-        loaded = time.perf_counter() - started
+        artifact, module, model_module, formed, loaded = _build_and_load(
+            args.model, args.output_dir, args.force, progress)
     finally:
         if progress:
             progress.close()
@@ -142,20 +152,10 @@ def command_build(args):
 
 def command_export(args):
     from .export import export_c
-    from .load import load_package
-    from .pipeline import build_artifact, terminal_progress
+    from .pipeline import terminal_progress
 
-    from .models import BUILTIN, builtin_module
-    from .pipeline import build_builtin
-
-    if args.model in BUILTIN:
-        model_module = builtin_module(args.model)
-        artifact, _ = build_builtin(args.model, args.output_dir, force=args.force,
-                                    progress=terminal_progress())
-    else:
-        model, model_module = _load_model(args.model)
-        artifact = build_artifact(model, args.output_dir, force=args.force, progress=terminal_progress())
-    module = load_package(artifact.package_dir)
+    artifact, module, model_module, _, _ = _build_and_load(args.model, args.output_dir,
+                                                           args.force, terminal_progress())
     label, q, u, r, _ = _default_point(args.model, module, model_module)
     files = export_c(artifact.package_dir, args.dir, module.name, label, 0.0, q, u, r)
     print(f"exported {module.name} to {args.dir}: {', '.join(files)}")
@@ -371,6 +371,102 @@ def command_scaling(args):
     return 0
 
 
+def _stability(eigenvalues):
+    """"stable" (every real part negative), "unstable" (one positive) or
+    "marginal" (the largest is zero: undamped oscillations, rigid-body or
+    ignorable directions), judged relative to max(1, max|eigenvalue|)."""
+    if eigenvalues.size == 0:
+        return "marginal"
+    tolerance = 1e-8 * max(1.0, float(np.max(np.abs(eigenvalues))))
+    largest = float(np.max(eigenvalues.real))
+    if largest > tolerance:
+        return "unstable"
+    return "stable" if largest < -tolerance else "marginal"
+
+
+def _scan_guess(module, base, index, value, p):
+    """The guess of one scan point: ``base`` with coordinate ``index`` set to
+    ``value`` and, when that coordinate is independent in the model's
+    partition, the dependent ones completed onto the constraints (a guess
+    off them still serves: equilibrium projects it)."""
+    import warnings
+
+    from .errors import EvaluationError
+
+    q = np.array(base, dtype=float)
+    q[index] = value
+    if index not in module.dependent_q:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                q, _ = module.complete(q, np.zeros(module.nu), p=p)
+        except EvaluationError:
+            pass
+    return q
+
+
+def find_equilibria(module, base, coordinate, start, stop, num, p):
+    """Distinct static equilibria found by ``module.equilibrium`` from ``num``
+    guesses with ``coordinate`` (a name of q) from ``start`` to ``stop``, the
+    other coordinates from ``base``. Returns (list of (q, eigenvalues of
+    linearize_local, stability), number of guesses that converged), sorted
+    along the coordinate."""
+    import warnings
+
+    from .errors import EvaluationError, InputError
+
+    if coordinate not in module.q_names:
+        raise InputError(f"{module.name}: --coordinate {coordinate!r} is not a coordinate; "
+                         f"coordinates are {', '.join(module.q_names)}")
+    index = module.q_names.index(coordinate)
+    found, converged = [], 0
+    for value in np.linspace(start, stop, num):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                q, u = module.equilibrium(_scan_guess(module, base, index, value, p), p=p)
+        except EvaluationError:
+            continue
+        converged += 1
+        if any(np.max(np.abs(q - other)) <= 1e-6 * (1.0 + np.max(np.abs(other)))
+               for other, _, _ in found):
+            continue
+        local = module.linearize_local(q, u, p=p, tol=None)
+        eigenvalues = np.linalg.eigvals(local.A)
+        found.append((q, eigenvalues, _stability(eigenvalues)))
+    found.sort(key=lambda item: item[0][index])
+    return found, converged
+
+
+def command_equilibria(args):
+    from .pipeline import default_point, terminal_progress
+
+    progress = _build_progress(terminal_progress())
+    try:
+        _, module, model_module, _, _ = _build_and_load(args.model, args.output_dir, args.force,
+                                                        progress)
+    finally:
+        if progress:
+            progress.close()
+    p = module.parameters(**dict(args.param or []))
+    label, op = default_point(module, args.model, model_module)
+    found, converged = find_equilibria(module, op.q, args.coordinate, args.start, args.stop,
+                                       args.num, p)
+    changed = [f"{n}={v:g}" for n, v, d in zip(module.p_names, p, module.default_parameters)
+               if v != d]
+    print(f"{module.name}: static equilibria from {args.num} guesses with {args.coordinate} in "
+          f"[{args.start:g}, {args.stop:g}] (other coordinates from the point {label}); "
+          f"parameters {', '.join(changed) or 'the defaults'}")
+    print(f"  {converged} of {args.num} guesses converged; {len(found)} distinct equilibria")
+    for number, (q, eigenvalues, stability) in enumerate(found, 1):
+        scale = 1e-12 * max(1.0, float(np.max(np.abs(q))))
+        coordinates = ", ".join(f"{n} = {(0.0 if abs(v) < scale else v):.6g}"
+                                for n, v in zip(module.q_names, q))
+        print(f"{number}. {stability}: {coordinates}")
+        print(f"   eigenvalues (linearize_local): {_format_eigenvalues(eigenvalues)}")
+    return 0
+
+
 def command_list(args):
     from .models import BUILTIN, builtin_module
 
@@ -449,6 +545,22 @@ def main(argv=None):
     scale.add_argument("--casadi-limit", type=float, default=300.0, metavar="SECONDS",
                        help="time limit of CasADi's generation and of its compilation (default 300)")
     scale.set_defaults(run=command_scaling)
+
+    equilibria = commands.add_parser(
+        "equilibria", help="static equilibria found from guesses along one coordinate, with "
+        "their eigenvalues (local state-space form) and stability")
+    equilibria.add_argument("model", help="built-in name or path/to/file.py:function")
+    equilibria.add_argument("--coordinate", required=True,
+                            help="the coordinate whose guesses are scanned (a name of q)")
+    equilibria.add_argument("--from", dest="start", type=float, required=True)
+    equilibria.add_argument("--to", dest="stop", type=float, required=True)
+    equilibria.add_argument("--num", type=_positive_count, default=25,
+                            help="number of guesses (default 25)")
+    equilibria.add_argument("--param", action="append", type=_assignment,
+                            help="a parameter value, name=value (repeatable)")
+    equilibria.add_argument("--force", action="store_true", help="rebuild even if cached")
+    equilibria.add_argument("--output-dir", default=None, help="where builds are cached")
+    equilibria.set_defaults(run=command_equilibria)
 
     listing = commands.add_parser("list", help="list the built-in models")
     listing.set_defaults(run=command_list)

@@ -35,3 +35,16 @@ class ConstraintViolationError(EvaluationError):
 
 class ConvergenceError(EvaluationError):
     """Newton's method did not converge when completing an operating point."""
+
+
+class IllConditionedWarning(UserWarning):
+    """A partition block (J_c P_qd or B_v P_ud) is ill-conditioned at the point:
+    the result is computed, but about log10(condition) of its digits are at
+    risk. Choose a better-conditioned partition (``dependent_q="auto"``) or
+    use ``linearize_local``."""
+
+
+class MultipleRootWarning(UserWarning):
+    """``complete`` converged where J_c P_qd is (nearly) singular: a multiple
+    root of f_c, where Newton's method converges slowly and the dependent
+    coordinates are only accurate to about sqrt(tol)."""

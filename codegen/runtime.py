@@ -14,12 +14,13 @@ import os
 import sys
 import threading
 import types
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import errors
-from .errors import EvaluationError, InputError
+from .errors import EvaluationError, IllConditionedWarning, InputError, MultipleRootWarning
 from .partition import complement
 from .status import CODES, STATUSES
 
@@ -33,6 +34,7 @@ SINGULAR_VELOCITY_PARTITION = CODES["SINGULAR_VELOCITY_PARTITION"]
 SINGULAR_M_UU = CODES["SINGULAR_M_UU"]
 NONFINITE_RESULT = CODES["NONFINITE_RESULT"]
 NO_CONVERGENCE = CODES["NO_CONVERGENCE"]
+RANK_DEFICIENT = CODES["RANK_DEFICIENT"]
 
 _EXCEPTION = {s.code: getattr(errors, s.exception) for s in STATUSES if s.exception}
 
@@ -119,6 +121,33 @@ _BLOCK_DESCRIPTIONS = {
 
 _INT_MAX = 2**31 - 1   # the C int of max_iter
 
+# complete() warns of a multiple root when the condition estimate of J_c P_qd
+# at the converged point exceeds MULTIPLE_ROOT / sqrt(tol): at a double root
+# of f_c, Newton's method stops about sqrt(tol) from it, where the block's
+# smallest pivot is about sqrt(tol) (relative), so the estimate is of order
+# 1/sqrt(tol); at a simple root it stays of order one.
+MULTIPLE_ROOT = 1e-2
+
+AUTO = "auto"   # dependent_q/dependent_u: chosen at each point (column-pivoted QR)
+
+
+def _estimate(value):
+    """A condition estimate for a message; the C reports a zero pivot as
+    infinite or as the largest double."""
+    return f"{value:.2e}" if value < 1e300 else "infinite: the block is singular"
+
+
+def _outside_stacklevel():
+    """The ``stacklevel`` of ``warnings.warn`` (called by the caller of this
+    function) that points at the first frame outside this module: the user's
+    call, however deep inside the runtime the warning is raised."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+        level += 1
+    return level
+
 
 def _shown(value):
     """repr for a message, cut short (an int of 400 digits is not read)."""
@@ -169,6 +198,15 @@ class CompiledModel:
                     len(dependent_q), len(dependent_u))
         if expected != (self.nq, self.nu, self.nr, self.np, self.nc, self.nv):
             raise ImportError(f"generated module {name!r}: kernel and metadata disagree; rebuild it")
+        if not hasattr(kernel, "linearize_local"):
+            raise ImportError(f"generated module {name!r} was built by an older codegen (its kernel "
+                              f"has no linearize_local); rebuild it: python -m codegen build "
+                              f"{name} --force (or codegen.build(model, force=True))")
+        # condition estimate of a partition block above which IllConditionedWarning
+        # is raised: the C estimates it where a pivot is below CONDITION_RTOL
+        # times the Jacobian's largest entry (the straight-line code's pivots above
+        # it are not estimated), so the threshold is the C's
+        self.ill_conditioned = 1.0 / kernel.CONDITION_RTOL
         self.state_names = self.independent_state_names()
         self._extend_package()
 
@@ -210,9 +248,9 @@ class CompiledModel:
                                  f"a double, got {_shown(value)}") from None
         return p
 
-    def _partition(self, given, count, dependent_count, names, label):
-        if given is None:
-            return None
+    def _name_indices(self, given, count, names, label):
+        """Indices into ``names`` of ``given`` (names or indices, one or a list),
+        each in range and at most once; InputError otherwise."""
         given = list(np.atleast_1d(given)) if not isinstance(given, (list, tuple)) else list(given)
         indices = []
         for item in given:
@@ -224,9 +262,6 @@ class CompiledModel:
                 indices.append(int(item))
             else:
                 raise InputError(f"{self.name}: {label} must hold indices or names, got {item!r}")
-        if len(indices) != dependent_count:
-            raise InputError(f"{self.name}: {label} needs {dependent_count} entries "
-                             f"(one per constraint), got {len(indices)}")
         for i in indices:
             if not 0 <= i < count:
                 raise InputError(f"{self.name}: {label} index {i} is out of range 0..{count - 1}")
@@ -234,11 +269,30 @@ class CompiledModel:
             raise InputError(f"{self.name}: {label} repeats an index: {indices}")
         return indices
 
+    def _partition(self, given, count, dependent_count, names, label):
+        """A given partition (names or indices) as indices; None for None.
+        ``"auto"`` is for calls at points (it depends on the point): refused."""
+        if given is None:
+            return None
+        if isinstance(given, str) and given == AUTO:
+            raise InputError(f"{self.name}: {label}=\"auto\" depends on the point: it is taken "
+                             "by linearize, linearize_full and complete, whose results name the "
+                             "partition chosen (.dependent_q, .dependent_u, .state_names)")
+        indices = self._name_indices(given, count, names, label)
+        if len(indices) != dependent_count:
+            raise InputError(f"{self.name}: {label} needs {dependent_count} entries "
+                             f"(one per constraint), got {len(indices)}; where the constraint "
+                             "Jacobian has lost rank no partition works: use linearize_local")
+        return indices
+
     def _indices(self, given, count, dependent_count, names, label, default):
         """The partition for the kernel: None for the model's default, also
         when given explicitly (in any order: the rows and columns of the
         results follow the model's order, not that of dependent_q), so the
-        call takes the straight-line code of the default partition."""
+        call takes the straight-line code of the default partition; AUTO for
+        ``"auto"`` (chosen at each point)."""
+        if isinstance(given, str) and given == AUTO:
+            return AUTO
         indices = self._partition(given, count, dependent_count, names, label)
         if indices is None or sorted(indices) == sorted(default):
             return None
@@ -339,10 +393,13 @@ class CompiledModel:
 
     # -- errors ----------------------------------------------------------------
     def _raise(self, status, index, batch, dependent_q=None, dependent_u=None, tol=None,
-               detail="", blocks=None):
+               detail="", blocks=None, partitioned=True):
         """The exception for a failed call at batch point ``index``; ``detail``
         follows the message and the index; ``blocks``: the blocks the call
-        evaluates, when not all (named if they hold NaN or Inf)."""
+        evaluates, when not all (named if they hold NaN or Inf).
+        ``partitioned``: the call used a partition, so a singular matrix may
+        come from a rank-deficient constraint Jacobian (said so, pointing to
+        linearize_local); False for the calls that handle rank deficiency."""
         if status == NONFINITE_INPUT:
             error = self._nonfinite_detail(batch)
             if error is not None:
@@ -362,15 +419,19 @@ class CompiledModel:
         elif status == SINGULAR_CONFIGURATION_PARTITION:
             message = (f"the constraint Jacobian block J_c P_qd (d f_c/d q in the columns of the "
                        f"dependent coordinates {[self.q_names[i] for i in dq]}) is singular; "
-                       "choose other dependent coordinates (dependent_q=...)")
+                       "choose other dependent coordinates (dependent_q=..., or "
+                       "dependent_q=\"auto\" to choose them at each point)")
         elif status == SINGULAR_VELOCITY_PARTITION:
             message = (f"the constraint Jacobian block B_v P_ud (d f_v/d u in the columns of the "
                        f"dependent speeds {[self.u_names[i] for i in du]}) is singular; "
-                       "choose other dependent speeds (dependent_u=...)")
-        if status in (SINGULAR_CONFIGURATION_PARTITION, SINGULAR_VELOCITY_PARTITION, SINGULAR_M_UU):
+                       "choose other dependent speeds (dependent_u=..., or "
+                       "dependent_u=\"auto\" to choose them at each point)")
+        if partitioned and status in (SINGULAR_CONFIGURATION_PARTITION,
+                                      SINGULAR_VELOCITY_PARTITION, SINGULAR_M_UU, RANK_DEFICIENT):
             # a rank-deficient constraint Jacobian makes every partition block
             # and the multiplier form's speed mass matrix singular: name the cause
-            message = self._rank_deficiency(self._row(batch, index)) or message
+            message = self._rank_deficiency(self._row(batch, index),
+                                            near=status == SINGULAR_M_UU) or message
         raise _EXCEPTION.get(status, EvaluationError)(f"{self.name}: {message}{where}{detail}{hint}")
 
     @staticmethod
@@ -391,42 +452,68 @@ class CompiledModel:
                 "complete(q, u, p=...) to project it onto the constraints")
 
     # relative singular value below which a constraint Jacobian counts as rank
-    # deficient in error messages (SINGULAR_RTOL of the generated C is 1e-12)
-    RANK_RTOL = 1e-9
+    # deficient in error messages: <NAME>_RANK_RTOL of the generated C (the
+    # default tolerance of linearize_local, linearize_descriptor and "auto")
+    @property
+    def RANK_RTOL(self):
+        return self._kernel.RANK_RTOL
 
-    def _rank_deficiency(self, row):
+    # a constraint Jacobian of full rank whose smallest singular value is below
+    # this (relative) makes the speed mass matrix (whose condition grows like
+    # its square) singular to working precision: a point near a singular
+    # configuration, named as such in the error
+    NEAR_RANK_RTOL = 1e-6
+
+    _LOCAL_HINT = ("use linearize_local(q, u, ...), the local state-space form, which "
+                   "linearizes such points (more states, minimum-norm multipliers), or "
+                   "linearize_descriptor")
+
+    def _rank_deficiency(self, row, near=False):
         """Message saying that J_c or B_v lost rank at the point (a singular
-        configuration: no partition works), or "" if both have full row rank."""
+        configuration: no partition works), or (``near``: the speed mass
+        matrix was found singular) that one is so close to it that the speed
+        mass matrix is singular to working precision; "" otherwise."""
         jacobians = getattr(self._kernel, "constraint_jacobians", None)
         if jacobians is None:
             return ""
         J_c, B_v = jacobians(float(row["t"]), row["q"], row["u"], row["r"], row["p"])
-        parts = []
-        for label, matrix, names, rows_label in (
-                ("J_c = d f_c/d q", J_c, self.q_names, "f_c"),
-                ("B_v = d f_v/d u", B_v, self.u_names, "f_v")):
+        deficient, close = [], []
+        for label, matrix, rows_label in (("J_c = d f_c/d q", J_c, "f_c"),
+                                          ("B_v = d f_v/d u", B_v, "f_v")):
             if matrix.shape[0] == 0 or not np.all(np.isfinite(matrix)):
                 continue
             left, values, _ = np.linalg.svd(matrix)
             scale = values[0] if values.size else 0.0
             rank = int(np.sum(values > self.RANK_RTOL * scale)) if scale > 0 else 0
-            if rank == matrix.shape[0]:
+            count = matrix.shape[0]
+            if rank == count and (not near or values[-1] >= self.NEAR_RANK_RTOL * scale):
                 continue
-            # the constraints that combine into a vanishing row: the left null space
-            null = left[:, rank:]
-            involved = [f"{rows_label}[{i}]" for i in range(matrix.shape[0])
-                        if np.abs(null[i]).max() > 1e-3]
-            smallest = ", ".join(f"{v:.2e}" for v in values[rank:]) or "0"
-            parts.append(f"the constraint Jacobian {label} has rank {rank} of {matrix.shape[0]} "
-                         f"here (smallest singular values {smallest}, largest {scale:.2e}; "
-                         f"dependent rows: {', '.join(involved)})")
-        if not parts:
-            return ""
-        return ("; ".join(parts) + ": a singular configuration, where the constraints are not "
-                "independent, so no choice of dependent coordinates or speeds works (and the "
-                "multiplier form's speed mass matrix is singular with it); the local state-space "
-                "form that linearizes such points (more states, minimum-norm multipliers) is "
-                "not available yet")
+            # the constraints that combine into a (nearly) vanishing row: the
+            # left singular vectors of the smallest singular values
+            weak = rank if rank < count else count - 1
+            involved = [f"{rows_label}[{i}]" for i in range(count)
+                        if np.abs(left[i, weak:]).max() > 1e-3]
+            if rank < count:
+                smallest = ", ".join(f"{v:.2e}" for v in values[rank:]) or "0"
+                deficient.append(
+                    f"the constraint Jacobian {label} has rank {rank} of {count} here (smallest "
+                    f"singular values {smallest}, largest {scale:.2e}; dependent rows: "
+                    f"{', '.join(involved)})")
+            else:
+                close.append(f"the constraint Jacobian {label} is nearly rank-deficient here "
+                            f"(smallest singular value {values[-1]:.2e}, largest {scale:.2e}; "
+                            f"rows: {', '.join(involved)})")
+        if deficient:
+            return ("; ".join(deficient) + ": a singular configuration, where the constraints "
+                    "are not independent, so no choice of dependent coordinates or speeds works "
+                    "(and the multiplier form's speed mass matrix is singular with it); "
+                    + self._LOCAL_HINT)
+        if close:
+            return ("the speed mass matrix [M_uuc; M_uud] is singular to working precision: "
+                    + "; ".join(close) + ", so the point is near a singular configuration, and "
+                    "the speed mass matrix's condition is about the square of that ratio; "
+                    + self._LOCAL_HINT)
+        return ""
 
     def _nonfinite_blocks(self, row, blocks=None):
         """Which evaluated blocks hold NaN or Inf at the point (the kernel of a
@@ -472,33 +559,41 @@ class CompiledModel:
         grid, give the axes explicitly: q[None] and t[:, None].
 
         p may also be a dict of parameter values by name (others default).
-        ``dependent_q``/``dependent_u`` choose the partition (indices or names).
-        The point must satisfy the constraints to ``tol`` (max-norm); pass
-        ``tol=None`` to skip that check. Batches of at least
-        ``PARALLEL_THRESHOLD`` points run on ``threads`` threads (default: all
-        cores).
+        ``dependent_q``/``dependent_u`` choose the partition (indices or names),
+        or ``"auto"``: chosen at each point by column-pivoted QR of J_c (B_v),
+        the best-conditioned dependent set there; the result is then a
+        :class:`PartitionedResult` ``(A, B)`` that names the partition each
+        point used (``.dependent_q``, ``.dependent_u``, ``.state_names``).
+        An :class:`~codegen.errors.IllConditionedWarning` says when a partition
+        block is so ill-conditioned (condition estimate above
+        ``ill_conditioned``, the generated C's 1/CONDITION_RTOL) that digits of
+        A are at risk. The point must satisfy the constraints to
+        ``tol`` (max-norm); pass ``tol=None`` to skip that check. Batches of
+        at least ``PARALLEL_THRESHOLD`` points run on ``threads`` threads
+        (default: all cores).
         """
         self._check_tol(tol)
         threads = self._check_threads(threads)
         dq, du = self._partitions(dependent_q, dependent_u)
         if dq is None and du is None and not isinstance(p, dict) and _plain_number(t):
-            # one point, default partition: checked and evaluated in the kernel
-            result = self._kernel.linearize_one(q, u, r, p, float(t), -1.0 if tol is None else float(tol))
+            # one point, default partition, well conditioned: checked and
+            # evaluated in the kernel
+            result = self._kernel.linearize_one(q, u, r, p, float(t),
+                                                -1.0 if tol is None else float(tol),
+                                                self.ill_conditioned)
             if result is not None:
                 return result
-        A, B, _, _ = self._linearize(q, u, r, p, t, dq, du, tol, False, threads)
-        return A, B
+        return self._linearize(q, u, r, p, t, dq, du, tol, False, threads)
 
     def linearize_full(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
                        tol=1e-8, threads=None):
         """``(A', B')``: derivatives of all coordinates and speeds (rows q, then u)
-        with respect to the independent states and the inputs. Arguments and
-        batches as for :meth:`linearize`."""
+        with respect to the independent states and the inputs. Arguments,
+        batches, ``"auto"`` partitions and warnings as for :meth:`linearize`."""
         self._check_tol(tol)
         threads = self._check_threads(threads)
         dq, du = self._partitions(dependent_q, dependent_u)
-        _, _, A_full, B_full = self._linearize(q, u, r, p, t, dq, du, tol, True, threads)
-        return A_full, B_full
+        return self._linearize(q, u, r, p, t, dq, du, tol, True, threads)
 
     def _check_tol(self, tol, allow_none=True):
         if tol is None and allow_none:
@@ -519,24 +614,253 @@ class CompiledModel:
         raise InputError(f"{self.name}: threads must be a whole number >= 1, or None (all cores "
                          f"for large batches), got {_shown(threads)}")
 
+    def _check_max_iter(self, max_iter):
+        if (isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer))
+                or not 0 <= max_iter <= _INT_MAX):
+            raise InputError(f"{self.name}: max_iter must be a whole number from 0 to {_INT_MAX}, "
+                             f"got {_shown(max_iter)}")
+        return int(max_iter)
+
+    def _rank_tolerance(self, rank_tol):
+        """``rank_tol`` for the kernel: 0 (its default, ``RANK_RTOL``) for None,
+        else a number in (0, 1): singular values below rank_tol times the
+        largest count as zero."""
+        if rank_tol is None:
+            return 0.0
+        try:
+            value = float(rank_tol)
+            ok = not isinstance(rank_tol, bool) and 0.0 < value < 1.0
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise InputError(f"{self.name}: rank_tol must be a number between 0 and 1 (relative "
+                             f"to the largest singular value), or None for the default "
+                             f"{self.RANK_RTOL:g}; got {_shown(rank_tol)}")
+        return value
+
+    def _automatic(self, dq, du, n):
+        """Kernel arguments of a partition from :meth:`_partitions`: (dq, du,
+        auto_q, auto_u, chosen_q, chosen_u), where chosen_q/chosen_u receive
+        the partition chosen at each point when it is ``"auto"``."""
+        auto_q, auto_u = isinstance(dq, str), isinstance(du, str)
+        return (None if auto_q else dq, None if auto_u else du, auto_q, auto_u,
+                np.zeros((n, self.nc), dtype=np.intc) if auto_q else None,
+                np.zeros((n, self.nv), dtype=np.intc) if auto_u else None)
+
     def _linearize(self, q, u, r, p, t, dq, du, tol, full, threads):
-        """``dq``, ``du``: partition index arrays from :meth:`_partitions`."""
+        """``dq``, ``du``: partition index arrays (or AUTO) from :meth:`_partitions`."""
         batch = self._batch(q, u, r, p, t)
         n, nx, nr, ns = batch.size, self.nx, self.nr, self.nq + self.nu
         A = np.empty((n, nx * nx)) if not full else None
         B = np.empty((n, nx * nr)) if not full else None
         A_full = np.empty((n, ns * nx)) if full else None
         B_full = np.empty((n, ns * nr)) if full else None
+        condition = np.empty((n, 2))
         tolerance = -1.0 if tol is None else float(tol)
+        kernel_dq, kernel_du, auto_q, auto_u, chosen_q, chosen_u = self._automatic(dq, du, n)
         a = batch.arrays
         status, index = run_batch(self._kernel.linearize, n,
-                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (dq, du, tolerance),
-                                  (A, B, A_full, B_full, None, None), threads, self.operation_count)
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]),
+                                  (kernel_dq, kernel_du, tolerance, auto_q, auto_u, 0.0),
+                                  (A, B, A_full, B_full, None, None, condition, chosen_q, chosen_u),
+                                  threads, self.operation_count)
+        dq_used = chosen_q if auto_q else dq
+        du_used = chosen_u if auto_u else du
         if status != OK:
-            self._raise(status, index, batch, dq, du, tol)
+            self._raise(status, index, batch, self._point_partition(dq_used, index),
+                        self._point_partition(du_used, index), tol)
+        self._warn_conditioning(condition, batch, dq_used, du_used)
         if full:
-            return None, None, batch.reshape(A_full, ns, nx), batch.reshape(B_full, ns, nr)
-        return batch.reshape(A, nx, nx), batch.reshape(B, nx, nr), None, None
+            result = (batch.reshape(A_full, ns, nx), batch.reshape(B_full, ns, nr))
+        else:
+            result = (batch.reshape(A, nx, nx), batch.reshape(B, nx, nr))
+        if auto_q or auto_u:
+            return PartitionedResult(self, result, batch.shape, dq_used, du_used)
+        return result
+
+    @staticmethod
+    def _point_partition(indices, index):
+        """The partition point ``index`` used: a row of a per-point array, or the shared one."""
+        if indices is None or isinstance(indices, np.ndarray) and indices.ndim == 1:
+            return indices
+        return indices[index]
+
+    def _warn_conditioning(self, condition, batch, dq, du):
+        """IllConditionedWarning if a partition block's condition estimate
+        (``condition``: one row [J_c P_qd, B_v P_ud] per point) exceeds
+        ``ill_conditioned``, naming the worst point and how many digits are at
+        risk: between log10 and 2 log10 of the estimate (the multiplier form's
+        speed-level solve can square it: the four-bar near its flat
+        configuration loses 2 log10, a pendulum near horizontal nothing)."""
+        if condition.size == 0:
+            return
+        worst = np.nan_to_num(condition, nan=np.inf)
+        flat = int(np.argmax(worst))
+        value = worst.flat[flat]
+        if value <= self.ill_conditioned:
+            return
+        index, which = divmod(flat, 2)
+        if which == 0:
+            indices, names, block = self._point_partition(dq, index), self.q_names, "J_c P_qd"
+            indices = self.dependent_q if indices is None else indices
+            what, keyword = "dependent coordinates", "dependent_q"
+        else:
+            indices, names, block = self._point_partition(du, index), self.u_names, "B_v P_ud"
+            indices = self.dependent_u if indices is None else indices
+            what, keyword = "dependent speeds", "dependent_u"
+        dependent = [names[i] for i in sorted(int(i) for i in indices)]
+        where = ""
+        if batch.shape:
+            count = int(np.sum(np.any(worst > self.ill_conditioned, axis=1)))
+            point = tuple(int(i) for i in np.unravel_index(index, batch.shape))
+            where = f" at {count} of {batch.size} points (worst at batch index {point})"
+        digits = (f"{min(16.0, math.log10(value)):.0f} to {min(16.0, 2 * math.log10(value)):.0f}"
+                  if value < 1e300 else "all")
+        warnings.warn(IllConditionedWarning(
+            f"{self.name}: the partition block {block} ({what} {dependent}) is ill-conditioned"
+            f"{where}: condition estimate {_estimate(value)}, so {digits} of the ~16 significant digits "
+            f"of the result are at risk; near a singular configuration of this partition. "
+            f"Choose better-conditioned {what} ({keyword}=\"auto\" picks them at each point) or "
+            "use linearize_local (no partition)"), stacklevel=_outside_stacklevel())
+
+    def linearize_local(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8,
+                        threads=None):
+        """The local state-space form at each point: a :class:`LocalLinearization`.
+
+        No partition: the states are coordinates x = [y; z] in orthonormal
+        bases of the admissible perturbations at the point, delta q = N_q y
+        (N_q: null space of J_c = d f_c/d q) and delta u = N_u z + C_1 delta q
+        (N_u: null space of B_v = d f_v/d u; C_1 = -B_v^+ d f_v/d q), from
+        SVDs of J_c and B_v in the generated C; their ranks are decided with
+        ``rank_tol`` (relative to the largest singular value; default
+        ``RANK_RTOL`` = 1e-9), and the multipliers are the minimum-norm
+        (pseudo-inverse) solution. At a regular point A is similar to the
+        partition-based A of :meth:`linearize` (same eigenvalues at
+        equilibria); at a singular configuration, where J_c or B_v loses rank
+        and every partition fails, it is the larger system
+        ((nq - rank_c) + (nu - rank_v) states). Arguments, batches, ``tol``
+        and ``threads`` as for :meth:`linearize`. Where the ranks differ
+        within a batch, the arrays are padded with NaN (see
+        :class:`LocalLinearization`).
+        """
+        self._check_tol(tol)
+        threads = self._check_threads(threads)
+        rtol = self._rank_tolerance(rank_tol)
+        batch = self._batch(q, u, r, p, t)
+        n, ns, nr = batch.size, self.nq + self.nu, self.nr
+        A, B, T = np.empty((n, ns * ns)), np.empty((n, ns * nr)), np.empty((n, ns * ns))
+        ranks = np.empty((n, 2), dtype=np.intc)
+        sigma = np.empty((n, self.nc + self.nv))
+        a = batch.arrays
+        status, index = run_batch(self._kernel.linearize_local, n,
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]),
+                                  (rtol, -1.0 if tol is None else float(tol)),
+                                  (A, B, T, ranks, sigma), threads, self.operation_count)
+        if status != OK:
+            self._raise(status, index, batch, tol=tol, partitioned=False)
+        return LocalLinearization._from_kernel(
+            self, batch.shape, A, B, T, ranks, sigma,
+            self.RANK_RTOL if rank_tol is None else rtol)
+
+    def linearize_descriptor(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8,
+                             threads=None):
+        """``(E, A, B)`` of the linearized descriptor form ``E w' = A w + B r``
+        (González et al., eqs. 7-8: the index-reduced DAE in all coordinates,
+        speeds and multipliers), a :class:`DescriptorForm`.
+
+        ``w = [delta q (nq), delta u (nu), delta lambda (nl), mu (nc), nu (nv)]``
+        (names in ``.variables``): the coordinates, the speeds, the increments
+        of the multipliers of the velocity constraints, and the multipliers
+        that keep the perturbations on the constraints. Defined at singular
+        configurations too. Its finite generalized eigenvalues (of the pencil
+        ``A - s E``) are the eigenvalues of :meth:`linearize_local` at the
+        point (so of :meth:`linearize` at equilibria); the others are
+        infinite. ``.rank_c``, ``.rank_v``: the ranks of J_c and B_v
+        (``rank_tol`` as for :meth:`linearize_local`). Arguments, batches,
+        ``tol`` and ``threads`` as for :meth:`linearize`.
+        """
+        self._check_tol(tol)
+        threads = self._check_threads(threads)
+        rtol = self._rank_tolerance(rank_tol)
+        batch = self._batch(q, u, r, p, t)
+        n, size, nr = batch.size, self._kernel.SIZES["ndesc"], self.nr
+        E, A, B = np.empty((n, size * size)), np.empty((n, size * size)), np.empty((n, size * nr))
+        ranks = np.empty((n, 2), dtype=np.intc)
+        a = batch.arrays
+        status, index = run_batch(self._kernel.linearize_descriptor, n,
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]),
+                                  (rtol, -1.0 if tol is None else float(tol)),
+                                  (E, A, B, ranks), threads, self.operation_count)
+        if status != OK:
+            self._raise(status, index, batch, tol=tol, partitioned=False)
+        return DescriptorForm((batch.reshape(E, size, size), batch.reshape(A, size, size),
+                               batch.reshape(B, size, nr)),
+                              self.descriptor_variables, _per_point(ranks[:, 0], batch.shape),
+                              _per_point(ranks[:, 1], batch.shape))
+
+    @property
+    def descriptor_variables(self):
+        """Names of the descriptor variables w of :meth:`linearize_descriptor`."""
+        nl = self._kernel.SIZES["nl"]
+        return (self.q_names + self.u_names + tuple(f"lambda{i}" for i in range(nl))
+                + tuple(f"mu{i}" for i in range(self.nc)) + tuple(f"nu{i}" for i in range(self.nv)))
+
+    def equilibrium(self, q_guess, u=None, r=None, p=None, t=0.0, *, fixed=None,
+                    free_speeds=None, tol=1e-10, max_iter=50, rank_tol=None):
+        """``(q, u)``: a consistent point near the guess where the independent
+        accelerations vanish: a static equilibrium (``u=None``: u = 0) or a
+        steady motion (the speeds ``u`` given).
+
+        Gauss-Newton in the generated C on the residual
+        ``R = [f_c; f_v; N_u^T ud*]`` (ud*: the minimum-norm accelerations,
+        N_u: null space of B_v) with the generated Jacobians, minimum-norm
+        steps where the equations are underdetermined (families of equilibria,
+        ignorable coordinates: the step leaves them near the guess) and
+        pseudo-inverses where the constraint Jacobians lose rank. Unknowns:
+        every coordinate except those in ``fixed`` (names or indices, held at
+        the guess), and the speeds named in ``free_speeds`` (default: none;
+        the speeds are held as given). Converged when ``max|R| <= tol``;
+        :class:`~codegen.errors.ConvergenceError` with max|R| and the number of
+        iterations after ``max_iter`` iterations otherwise. Batches of
+        guesses as for :meth:`linearize` (solved one by one).
+        """
+        self._check_tol(tol, allow_none=False)
+        max_iter = self._check_max_iter(max_iter)
+        rtol = self._rank_tolerance(rank_tol)
+        vary_q = vary_u = None
+        if fixed is not None:
+            vary_q = np.ones(self.nq, dtype=np.intc)
+            vary_q[self._name_indices(fixed, self.nq, self.q_names, "fixed")] = 0
+        if free_speeds is not None:
+            vary_u = np.zeros(self.nu, dtype=np.intc)
+            vary_u[self._name_indices(free_speeds, self.nu, self.u_names, "free_speeds")] = 1
+        batch = self._batch(q_guess, np.zeros(self.nu) if u is None else u, r, p, t)
+        n, a = batch.size, batch.arrays
+        q_out, u_out = self._writable_rows(batch)
+        iterations = np.zeros(n, dtype=np.intc)
+        residual = np.zeros(n)
+        status, index = self._kernel.equilibrium(n, a["t"], q_out, u_out, a["r"], a["p"],
+                                                 vary_q, vary_u, rtol, float(tol), max_iter,
+                                                 iterations, residual)
+        detail = ""
+        if status == NO_CONVERGENCE:
+            detail = (f": max|R| = {residual[index]:.3e} after {int(iterations[index])} iterations "
+                      f"(tol {float(tol):g}; R = [f_c, f_v, the independent accelerations]); "
+                      "start nearer an equilibrium, hold coordinates with fixed=..., give the "
+                      "speeds of a steady motion (or let some vary: free_speeds=...), or check "
+                      "that an equilibrium exists for these parameters")
+        if status != OK:
+            self._raise(status, index, batch, tol=tol, detail=detail, blocks=(),
+                        partitioned=False)
+        return batch.reshape(q_out, self.nq), batch.reshape(u_out, self.nu)
+
+    def _writable_rows(self, batch):
+        """Copies of the batch's q and u, one C-contiguous row per point, for
+        the kernels that work in place (order="C": a copy of a broadcast view,
+        one row shared by all points, is not C-contiguous by default)."""
+        n, a = batch.size, batch.arrays
+        return (np.array(np.broadcast_to(a["q"], (n, self.nq)), order="C"),
+                np.array(np.broadcast_to(a["u"], (n, self.nu)), order="C"))
 
     def state_derivative(self, q, u, r=None, p=None, t=0.0, *, threads=None):
         """``(qd, ud)``: time derivatives of all coordinates and speeds.
@@ -568,34 +892,69 @@ class CompiledModel:
         """``(q, u)`` with the dependent coordinates solved from f_c = 0 (Newton's
         method from the given values, at most ``max_iter`` steps, until
         |f_c|_inf <= tol) and the dependent speeds from f_v = 0. Arguments and
-        batches as for :meth:`linearize`."""
+        batches as for :meth:`linearize`; ``"auto"`` partitions are chosen at
+        the given point (the result is then a :class:`PartitionedResult`
+        ``(q, u)``). A :class:`~codegen.errors.MultipleRootWarning` says when
+        it converged to a multiple root of f_c (J_c P_qd nearly singular
+        there), where the coordinates are only accurate to about sqrt(tol)."""
         self._check_tol(tol, allow_none=False)
-        if (isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer))
-                or not 0 <= max_iter <= _INT_MAX):
-            raise InputError(f"{self.name}: max_iter must be a whole number from 0 to {_INT_MAX}, "
-                             f"got {_shown(max_iter)}")
+        max_iter = self._check_max_iter(max_iter)
         batch = self._batch(q, u, None, p, t)
         dq, du = self._partitions(dependent_q, dependent_u)
         n, a = batch.size, batch.arrays
-        # copies, completed in place; order="C": a copy of a broadcast view
-        # (one row shared by all points) is not C-contiguous by default
-        q_out = np.array(np.broadcast_to(a["q"], (n, self.nq)), order="C")
-        u_out = np.array(np.broadcast_to(a["u"], (n, self.nu)), order="C")
-        status, index = self._kernel.complete_point(n, a["t"], q_out, u_out, a["p"], dq, du,
-                                                    float(tol), int(max_iter))
+        q_out, u_out = self._writable_rows(batch)
+        condition = np.empty(n)
+        kernel_dq, kernel_du, auto_q, auto_u, chosen_q, chosen_u = self._automatic(dq, du, n)
+        status, index = self._kernel.complete_point(n, a["t"], q_out, u_out, a["p"], kernel_dq,
+                                                    kernel_du, float(tol), max_iter, auto_q,
+                                                    auto_u, 0.0, condition, chosen_q, chosen_u)
+        dq_used = chosen_q if auto_q else dq
+        du_used = chosen_u if auto_u else du
         detail = ""
         if status == NO_CONVERGENCE:
             # q_out holds Newton's last iterate at the failing point
             row = self._row(batch, index)
             f_c, _ = self._residuals_at({**row, "q": q_out[index], "u": u_out[index]})
-            detail = (f": |f_c|_inf = {np.max(np.abs(f_c)):.3e} after {int(max_iter)} iterations "
+            detail = (f": |f_c|_inf = {np.max(np.abs(f_c)):.3e} after {max_iter} iterations "
                       f"(tol {float(tol):g}); start nearer a solution, choose other dependent "
                       "coordinates (dependent_q=...), or check that the constraints can be met")
         if status != OK:
             # blocks=(): Newton's iterates are not the given point, so the
             # blocks evaluated there say nothing sure about the failure
-            self._raise(status, index, batch, dq, du, tol, detail, blocks=())
-        return batch.reshape(q_out, self.nq), batch.reshape(u_out, self.nu)
+            self._raise(status, index, batch, self._point_partition(dq_used, index),
+                        self._point_partition(du_used, index), tol, detail, blocks=())
+        self._warn_multiple_root(condition, batch, dq_used, tol)
+        result = (batch.reshape(q_out, self.nq), batch.reshape(u_out, self.nu))
+        if auto_q or auto_u:
+            return PartitionedResult(self, result, batch.shape, dq_used, du_used)
+        return result
+
+    def _warn_multiple_root(self, condition, batch, dq, tol):
+        """MultipleRootWarning where complete() stopped at a multiple root of
+        f_c: J_c P_qd's condition estimate above MULTIPLE_ROOT / sqrt(tol)."""
+        if condition.size == 0 or self.nc == 0:
+            return
+        limit = MULTIPLE_ROOT / math.sqrt(max(float(tol), 1e-300))
+        worst = np.nan_to_num(condition, nan=np.inf)
+        index = int(np.argmax(worst))
+        if worst[index] <= limit:
+            return
+        indices = self._point_partition(dq, index)
+        indices = self.dependent_q if indices is None else indices
+        dependent = [self.q_names[i] for i in sorted(int(i) for i in indices)]
+        where = ""
+        if batch.shape:
+            point = tuple(int(i) for i in np.unravel_index(index, batch.shape))
+            where = (f" at {int(np.sum(worst > limit))} of {batch.size} points (worst at batch "
+                     f"index {point})")
+        warnings.warn(MultipleRootWarning(
+            f"{self.name}: complete converged{where} where J_c P_qd (dependent coordinates "
+            f"{dependent}) is nearly singular (condition estimate {_estimate(worst[index])}): a multiple "
+            f"root of f_c, or a point near a singular configuration, where Newton's method "
+            f"stops about sqrt(tol) = {math.sqrt(float(tol)):.1e} from the root, so the "
+            "dependent coordinates are only that accurate. Check the configuration (a singular "
+            "one? linearize_local handles those) or choose other dependent coordinates "
+            "(dependent_q=\"auto\")"), stacklevel=_outside_stacklevel())
 
     def __repr__(self):
         return (f"<generated model {self.name!r}: {self.nq} coordinates ({self.nc} dependent), "
@@ -627,8 +986,8 @@ class CompiledModel:
         of a bicycle: allowed when the dropped states do not enter the kept
         states' equations nor the outputs at this point (else InputError).
         ``inputs`` keeps only these inputs (names or indices), e.g.
-        ``["T_steer"]``. ``dependent_q``, ``dependent_u`` and ``tol`` are
-        passed to :meth:`linearize`; ``name`` names the system (default: the
+        ``["T_steer"]``. ``dependent_q``, ``dependent_u`` (``"auto"`` too) and
+        ``tol`` are passed to :meth:`linearize`; ``name`` names the system (default: the
         model's name). Arguments as for :meth:`linearize`, for one point.
         """
         try:
@@ -642,8 +1001,11 @@ class CompiledModel:
             raise InputError(f"{self.name}: state_space takes one operating point (q of shape "
                              f"({self.nq},), u of shape ({self.nu},), a scalar t); got a batch of "
                              f"shape {batch.shape}: call it once per point")
-        A, B = self.linearize(q, u, r, p, t, dependent_q=dependent_q, dependent_u=dependent_u,
-                              tol=tol)
+        result = self.linearize(q, u, r, p, t, dependent_q=dependent_q, dependent_u=dependent_u,
+                                tol=tol)
+        A, B = result
+        if isinstance(result, PartitionedResult):     # "auto": the partition chosen here
+            dependent_q, dependent_u = result.dependent_q, result.dependent_u
         all_states = self.independent_state_names(dependent_q, dependent_u)
         kept = self._selected_states(states, all_states)
         dropped = [i for i in range(len(all_states)) if i not in kept]
@@ -832,7 +1194,8 @@ class CompiledModel:
             return
         if type(package) is types.ModuleType:
             package.__class__ = GeneratedPackage
-        for attribute in ("state_space",):
+        for attribute in ("state_space", "linearize_local", "linearize_descriptor", "equilibrium",
+                          "descriptor_variables"):
             if attribute not in vars(package):
                 setattr(package, attribute, getattr(self, attribute))
 
@@ -842,6 +1205,209 @@ class CompiledModel:
 # with the kept ones in state_space(states=...).
 _DIFFERENCE_STEP = 1e-3
 _DECOUPLED = 1e-10
+
+
+def _per_point(values, shape):
+    """Per-point integers (e.g. ranks): a Python int when every point has the
+    same value, else an int array of the batch shape."""
+    values = np.asarray(values).reshape(shape)
+    if values.size and np.all(values == values.flat[0]):
+        return int(values.flat[0])
+    return values.astype(int)
+
+
+def _batch_index(index, shape):
+    """A point of a batch of ``shape``: a tuple of batch indices, or an int
+    (a flat index in C order; for a one-dimensional batch, its index)."""
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+        size = math.prod(shape)
+        if not -size <= index < size:
+            raise InputError(f"point index {index} is out of range for a batch of {size} points")
+        return tuple(int(i) for i in np.unravel_index(int(index) % size, shape)) if shape else ()
+    index = tuple(index)
+    if len(index) != len(shape) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) and -n <= i < n
+            for i, n in zip(index, shape)):
+        raise InputError(f"point index {index!r} is not an index into the batch of shape {shape}")
+    return tuple(int(i) % n for i, n in zip(index, shape))
+
+
+class PartitionedResult(tuple):
+    """A result tuple, ``(A, B)`` of ``linearize``/``linearize_full`` or
+    ``(q, u)`` of ``complete``, with the partition each point used (returned
+    when ``dependent_q`` or ``dependent_u`` is ``"auto"``).
+
+    One point: ``dependent_q``, ``dependent_u`` and ``state_names`` are tuples
+    of names. A batch: ``dependent_q`` and ``dependent_u`` are int index arrays
+    of shape ``batch + (nc,)`` and ``batch + (nv,)`` (ascending in each row);
+    ``uniform`` says whether every point used the same partition, and then
+    ``dependent_q_names``, ``dependent_u_names`` and ``state_names`` name it
+    (else they are None: the rows of A belong to different states at
+    different points; ``point_state_names(i)`` names those of one point).
+    """
+
+    def __new__(cls, model, values, shape, dependent_q, dependent_u):
+        self = super().__new__(cls, values)
+        n = math.prod(shape)
+        dq = cls._per_point_indices(dependent_q, model.dependent_q, n, shape, model.nc)
+        du = cls._per_point_indices(dependent_u, model.dependent_u, n, shape, model.nv)
+        self._model = model
+        flat_q, flat_u = dq.reshape(n, model.nc), du.reshape(n, model.nv)
+        self.uniform = bool(n == 0 or (np.all(flat_q == flat_q[0]) and np.all(flat_u == flat_u[0])))
+        if shape:
+            self.dependent_q, self.dependent_u = dq, du
+            names = self.uniform and n > 0
+            self.dependent_q_names = self._names(flat_q[0], model.q_names) if names else None
+            self.dependent_u_names = self._names(flat_u[0], model.u_names) if names else None
+            self.state_names = (model.independent_state_names(list(flat_q[0]), list(flat_u[0]))
+                                if names else None)
+        else:
+            self.dependent_q = self.dependent_q_names = self._names(dq, model.q_names)
+            self.dependent_u = self.dependent_u_names = self._names(du, model.u_names)
+            self.state_names = model.independent_state_names(list(dq), list(du))
+        return self
+
+    @staticmethod
+    def _per_point_indices(indices, default, n, shape, count):
+        """The dependent indices of every point, ascending: ``batch + (count,)``
+        from one shared partition (None: the default) or one row per point."""
+        indices = np.sort(np.asarray(default if indices is None else indices, dtype=int), axis=-1)
+        rows = indices[None] if indices.ndim == 1 else indices
+        return np.broadcast_to(rows, (n, count)).reshape(shape + (count,)).copy()
+
+    @staticmethod
+    def _names(indices, names):
+        return tuple(names[int(i)] for i in indices)
+
+    def point_state_names(self, index):
+        """The independent state names (rows of A) of one point of the batch
+        (``index``: a tuple of batch indices or a flat int index)."""
+        if not isinstance(self.dependent_q, np.ndarray):
+            return self.state_names
+        index = _batch_index(index, self.dependent_q.shape[:-1])
+        return self._model.independent_state_names(list(self.dependent_q[index]),
+                                                   list(self.dependent_u[index]))
+
+    def __reduce__(self):   # pickles as the plain tuple
+        return (tuple, (tuple(self),))
+
+
+class DescriptorForm(tuple):
+    """``(E, A, B)`` of ``linearize_descriptor``: ``E w' = A w + B r``.
+    ``variables``: the names of w (coordinates, speeds, ``lambda0``...,
+    ``mu0``..., ``nu0``...); ``rank_c``, ``rank_v``: the ranks of J_c and
+    B_v (ints when equal at every point of a batch, else int arrays of the
+    batch shape)."""
+
+    def __new__(cls, values, variables, rank_c, rank_v):
+        self = super().__new__(cls, values)
+        self.variables, self.rank_c, self.rank_v = variables, rank_c, rank_v
+        return self
+
+    def __reduce__(self):   # pickles as the plain tuple
+        return (tuple, (tuple(self),))
+
+
+class LocalLinearization:
+    """The local state-space form of ``linearize_local``.
+
+    ``A`` (nx x nx), ``B`` (nx x nr): ``d x/dt = A x + B r`` for the local
+    coordinates x = [y; z]; ``N_q`` (nq x (nq - rank_c)), ``N_u``
+    (nu x (nu - rank_v)): orthonormal bases of the admissible coordinate and
+    speed perturbations (null spaces of J_c and B_v at the point);
+    ``embedding`` T ((nq + nu) x nx): [delta q; delta u] = T x, with
+    T = [[N_q, 0], [C_1 N_q, N_u]]; ``rank_c``, ``rank_v``: the ranks of J_c
+    and B_v; ``dof = nu - rank_v`` (degrees of freedom: independent speeds);
+    ``nx = (nq - rank_c) + (nu - rank_v)``; ``sigma_c``, ``sigma_v``: the
+    singular values of J_c and B_v (descending); ``rank_tol``: the relative
+    tolerance that decided the ranks.
+
+    Batches: where every point has the same ranks (``uniform``), the arrays
+    stack along the batch axes (A: ``batch + (nx, nx)``) and the ranks are
+    ints. Where the ranks differ (a batch that crosses a singular
+    configuration), each array is padded with NaN to the largest size in
+    the batch (A: ``batch + (max nx, max nx)``, the point's own A in its
+    leading ``nx x nx`` block; in ``embedding`` and ``B`` its leading
+    ``nx`` columns/rows; N_q and N_u their leading columns), ``uniform`` is
+    False, and ``rank_c``, ``rank_v``, ``dof`` and ``nx`` are int arrays of
+    the batch shape. ``point(i)`` gives the result of one point, trimmed.
+    """
+
+    def __init__(self, *, A, B, N_q, N_u, embedding, rank_c, rank_v, dof, nx, sigma_c,
+                 sigma_v, rank_tol, uniform=True, shape=()):
+        self.A, self.B, self.N_q, self.N_u, self.embedding = A, B, N_q, N_u, embedding
+        self.rank_c, self.rank_v, self.dof, self.nx = rank_c, rank_v, dof, nx
+        self.sigma_c, self.sigma_v, self.rank_tol = sigma_c, sigma_v, rank_tol
+        self.uniform, self.shape = uniform, shape
+
+    @classmethod
+    def _from_kernel(cls, model, shape, A, B, T, ranks, sigma, rank_tol):
+        """From the kernel's rows (each point's A, B, T packed with its own nx
+        in a row of the largest size; ranks (n, 2); sigma (n, nc + nv))."""
+        nq, nu, nr, ns = model.nq, model.nu, model.nr, model.nq + model.nu
+        n = math.prod(shape)
+        uniform = n == 0 or bool(np.all(ranks == ranks[0]))
+        if uniform:      # the common case, and every single point: no padding
+            pairs = [(0, 0) if n == 0 else (int(ranks[0, 0]), int(ranks[0, 1]))]
+        else:
+            pairs = sorted(set(map(tuple, ranks.tolist())))
+        sizes = [(nq - rank_c, nu - rank_v) for rank_c, rank_v in pairs]
+        width = max(y + z for y, z in sizes)
+        wide_y, wide_z = max(y for y, _ in sizes), max(z for _, z in sizes)
+        fill = np.empty if uniform else (lambda size: np.full(size, np.nan))
+        A_out, B_out = fill((n, width, width)), fill((n, width, nr))
+        T_out = fill((n, ns, width))
+        N_q, N_u = fill((n, nq, wide_y)), fill((n, nu, wide_z))
+        for (rank_c, rank_v), (y, z) in zip(pairs, sizes):
+            if uniform:
+                rows, count = slice(None), n
+            else:
+                rows = np.nonzero((ranks[:, 0] == rank_c) & (ranks[:, 1] == rank_v))[0]
+                count = len(rows)           # explicit: -1 is ambiguous for empty rows
+            k = y + z
+            A_out[rows, :k, :k] = A[rows, :k * k].reshape(count, k, k)
+            B_out[rows, :k] = B[rows, :k * nr].reshape(count, k, nr)
+            T_k = T[rows, :ns * k].reshape(count, ns, k)
+            T_out[rows, :, :k] = T_k
+            N_q[rows, :, :y] = T_k[:, :nq, :y]
+            N_u[rows, :, :z] = T_k[:, nq:, y:]
+
+        def batch(array):
+            return array.reshape(shape + array.shape[1:])
+
+        if uniform:
+            (rank_c, rank_v), (y, z) = pairs[0], sizes[0]
+            counts = dict(rank_c=rank_c, rank_v=rank_v, dof=z, nx=y + z)
+        else:
+            rank_c, rank_v = ranks[:, 0].astype(int), ranks[:, 1].astype(int)
+            counts = dict(rank_c=rank_c, rank_v=rank_v, dof=nu - rank_v,
+                          nx=(nq - rank_c) + (nu - rank_v))
+            counts = {key: value.reshape(shape) for key, value in counts.items()}
+        return cls(A=batch(A_out), B=batch(B_out), N_q=batch(N_q), N_u=batch(N_u),
+                   embedding=batch(T_out), sigma_c=batch(sigma[:, :model.nc]),
+                   sigma_v=batch(sigma[:, model.nc:]), rank_tol=rank_tol, uniform=uniform,
+                   shape=shape, **counts)
+
+    def point(self, index):
+        """The result at one point of the batch (``index``: a tuple of batch
+        indices, or an int: a flat index in C order), trimmed to its size."""
+        index = _batch_index(index, self.shape)
+
+        def at(value):
+            return value[index] if isinstance(value, np.ndarray) else value
+
+        nx, dof = int(at(self.nx)), int(at(self.dof))
+        ny = nx - dof
+        return LocalLinearization(
+            A=self.A[index][:nx, :nx], B=self.B[index][:nx], N_q=self.N_q[index][:, :ny],
+            N_u=self.N_u[index][:, :dof], embedding=self.embedding[index][:, :nx],
+            rank_c=int(at(self.rank_c)), rank_v=int(at(self.rank_v)), dof=dof, nx=nx,
+            sigma_c=self.sigma_c[index], sigma_v=self.sigma_v[index], rank_tol=self.rank_tol)
+
+    def __repr__(self):
+        where = f"batch of shape {self.shape}, " if self.shape else ""
+        return (f"<LocalLinearization: {where}nx={self.nx}, rank_c={self.rank_c}, "
+                f"rank_v={self.rank_v}, dof={self.dof}{'' if self.uniform else ', not uniform'}>")
 
 
 class GeneratedPackage(types.ModuleType):

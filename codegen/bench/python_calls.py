@@ -1,4 +1,5 @@
-"""Our module from Python: one ``linearize`` call per point, and a batch in one call."""
+"""Our module from Python: one ``linearize`` call per point, a batch in one call, and
+``linearize_local`` against ``linearize`` on the same batch."""
 
 from __future__ import annotations
 
@@ -48,21 +49,48 @@ def batch_threads(module):
     return int(getattr(runtime, "_CORES", os.cpu_count() or 1))
 
 
-def time_batch(module, points, settings, threads=None):
-    """Seconds per point of one ``module.linearize`` call on a batch (min, median);
-    ``threads``: passed on when the runtime supports it (default: its default)."""
-    size = settings.batch_size
+def _batch_arguments(module, points, size):
+    """(q, u, r, p, t) of a batch of ``size`` points cycling through ``points``."""
     reps = -(-size // len(points))
     q = np.tile(points.q, (reps, 1))[:size]
     u = np.tile(points.u, (reps, 1))[:size]
     r = np.tile(points.r, (reps, 1))[:size]
     t = np.tile(points.t, reps)[:size]
-    r = inputs_of(module, r)
+    return q, u, inputs_of(module, r), points.p, t
+
+
+def time_batch(module, points, settings, threads=None):
+    """Seconds per point of one ``module.linearize`` call on a batch (min, median);
+    ``threads``: passed on when the runtime supports it (default: its default)."""
+    size = settings.batch_size
+    arguments = _batch_arguments(module, points, size)
     options = {"threads": threads} if threads is not None and supports_threads(module) else {}
-    module.linearize(q, u, r, points.p, t, **options)
+    module.linearize(*arguments, **options)
     samples = []
     for _ in range(settings.batch_repeats):
         started = time.perf_counter()
-        module.linearize(q, u, r, points.p, t, **options)
+        module.linearize(*arguments, **options)
         samples.append((time.perf_counter() - started) / size)
     return min_median(samples)
+
+
+def time_local_and_linearize(module, points, settings):
+    """Seconds per point of ``linearize_local`` and of ``linearize`` on the same
+    batch, one thread, alternating call by call (so both see the same machine
+    speed): ((min, median) of linearize_local, (min, median) of linearize);
+    None for a module built before linearize_local existed."""
+    local = getattr(module, "linearize_local", None)
+    if local is None:
+        return None
+    size = settings.batch_size
+    arguments = _batch_arguments(module, points, size)
+    calls = (local, module.linearize)
+    samples = ([], [])
+    for call in calls:
+        call(*arguments, threads=1)
+    for _ in range(settings.batch_repeats):
+        for call, times in zip(calls, samples):
+            started = time.perf_counter()
+            call(*arguments, threads=1)
+            times.append((time.perf_counter() - started) / size)
+    return min_median(samples[0]), min_median(samples[1])

@@ -13,7 +13,7 @@ from .c_driver import c_loop_seconds, compile_object, run_c_driver
 from .casadi import casadi_sources, casadi_variant
 from .common import Settings, max_abs_diff, min_median, say, system_line
 from .points import base_point, benchmark_points, inputs_of
-from .python_calls import batch_threads, time_batch, time_single_call
+from .python_calls import batch_threads, time_batch, time_local_and_linearize, time_single_call
 from .report import ModelReport, Row, format_report, format_time
 from .sympy_routes import SYMPY_ROUTES, run_sympy_route
 from .targets import evaluate_targets
@@ -59,7 +59,23 @@ def _python_rows(module, points, settings):
     rows.append(Row("single", "ours: one linearize call from Python",
                     *time_single_call(module, points, settings), max_diff=0.0,
                     samples=settings.py_repeats))
-    return rows
+    return rows + _local_rows(module, points, settings)
+
+
+def _local_rows(module, points, settings):
+    """linearize_local and linearize on the same batch, one thread, alternating
+    (the issue-11 target: linearize_local per point within 2x of linearize)."""
+    measured = time_local_and_linearize(module, points, settings)
+    if measured is None:
+        return [Row("local", "ours: linearize_local, batch, one thread", status="skipped",
+                    note="the module has no linearize_local (built by an older codegen)")]
+    (local_min, local_median), (plain_min, plain_median) = measured
+    return [Row("local_linearize", "ours: linearize, batch, one thread (paired)", plain_min,
+                plain_median, max_diff=0.0, note="alternating with linearize_local",
+                samples=settings.batch_repeats),
+            Row("local", "ours: linearize_local, batch, one thread", local_min, local_median,
+                max_diff=None, note=f"{local_min / plain_min:.2f}x linearize (paired); A in the "
+                "local chart, not comparable entrywise", samples=settings.batch_repeats)]
 
 
 def _casadi_row(variant, c_ours, A_ref, B_ref, settings):

@@ -1,4 +1,4 @@
-"""The issue's performance targets, judged on one run's numbers (min times)."""
+"""The issues' performance targets, judged on one run's numbers (min times)."""
 
 from __future__ import annotations
 
@@ -84,9 +84,20 @@ def _sympy_targets(get, batch, one_thread):
     return out
 
 
+def _local_target(local, plain):
+    """Issue 11: linearize_local per point within 2x of linearize (paired batch rows)."""
+    text = "linearize_local within 2x of linearize (issue 11)"
+    if not (_have(local) and _have(plain)):
+        return [Target(text, local.note if local is not None else "not measured", "n/a")]
+    ratio = local.min / plain.min
+    return [Target(text, f"{ratio:.2f}x ({format_time(local.min)} vs {format_time(plain.min)} "
+                   "per point, batch on one thread)", "PASS" if ratio <= 2.0 else "MISS")]
+
+
 def evaluate_targets(report):
-    """The issue's performance targets against this run's numbers (min times)."""
+    """The issues' performance targets against this run's numbers (min times)."""
     get = report.row
     c, batch, one_thread = get("c_loop"), get("batch"), get("batch_1")
     return ([_casadi_target(get, c)] + _python_targets(c, batch, get("single"), one_thread)
-            + _sympy_targets(get, batch, one_thread))
+            + _sympy_targets(get, batch, one_thread)
+            + _local_target(get("local"), get("local_linearize")))
