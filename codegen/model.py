@@ -77,15 +77,52 @@ class Model:
         dependent speeds). ``"auto"``: multipliers when there are velocity
         constraints and the KanesMethod has its bodies and loads. A
         LagrangesMethod's constraints always enter through multipliers.
-    dependent_q, dependent_u : sequences, optional (LagrangesMethod only)
-        The default dependent coordinates and speeds of a LagrangesMethod
-        (symbols or names; a speed also as the coordinate's derivative
-        ``q.diff()``). A KanesMethod's are its ``q_dependent`` and
-        ``u_dependent``, a System's its ``q_dep`` and ``u_dep``. Otherwise the
-        last coordinates (and speeds) whose columns of ``J_c = d f_c/dq`` (and
-        ``B_v = d f_v/du``, the rates of the dependent coordinates first) are
-        independent at random points. Every call of the generated code may
-        choose another partition.
+    dependent_q, dependent_u : sequences, optional (LagrangesMethod, or constraints given here)
+        The default dependent coordinates and speeds of a LagrangesMethod, or
+        of a KanesMethod whose constraints are given to Model (below):
+        symbols or names (a LagrangesMethod's speed also as the coordinate's
+        derivative ``q.diff()``), one per constraint row. A KanesMethod's own
+        are its ``q_dependent`` and ``u_dependent``, a System's its ``q_dep``
+        and ``u_dep``. Otherwise the last coordinates (and speeds) whose
+        columns of ``J_c = d f_c/dq`` (and ``B_v = d f_v/du``, the rates of the
+        dependent coordinates first) are independent at random points. Every
+        call of the generated code may choose another partition.
+    configuration_constraints, velocity_constraints : sequences, optional
+        Constraints of a KanesMethod (or a System formed with one) of the
+        *unconstrained* system (every coordinate and speed independent, no
+        constraints of its own), given here instead of to KanesMethod: f_c
+        in the coordinates and time, f_v linear in the speeds (coordinate
+        rates q' may appear: they are replaced by the kinematic equations).
+        The dynamics are the multiplier form ``F + B_v^T lambda = 0`` with F
+        the KanesMethod's own (unconstrained) equations, so its bodies and
+        loads are not needed again. Unlike KanesMethod, this accepts
+        **redundant constraints** (more rows than their rank, e.g. a
+        parallelogram linkage with a third crank): see "Constraints given to
+        Model" below. ``velocity_constraints=None`` (the default) with
+        configuration constraints: f_v is their time derivative ``d f_c/dt``
+        (q' from the kinematic equations), formed here. Given velocity
+        constraints are taken as they are and must include ``d f_c/dt`` (as
+        for a KanesMethod, checked numerically); to add nonholonomic
+        constraints to holonomic ones, pass both, e.g.
+        ``velocity_constraints=[*(f.diff(t) for f in f_c), *f_nh]``.
+
+    Constraints given to Model
+    --------------------------
+    The generated code takes one dependent coordinate per configuration
+    constraint row and one dependent speed per velocity constraint row (l and
+    m, and m multipliers), so at most as many rows as coordinates and speeds:
+    more is a ModelError (remove rows that repeat others). The default
+    partition (``dependent_q``, ``dependent_u`` not given) is the
+    columns of J_c (B_v) that are independent at random points, completed
+    with the last remaining coordinates (speeds) to one per row. Where the
+    constraints are redundant at a point (rank of J_c below l, or of B_v
+    below m) *no* partition is valid there: ``linearize``, ``linearize_full``,
+    ``complete`` and ``state_derivative`` raise the rank-deficiency error
+    (``SingularMatrixError``), and ``linearize_local`` (null spaces of J_c and
+    B_v from an SVD, minimum-norm multipliers) works: its ranks decide the
+    degrees of freedom, ``(n - rank J_c) + (o - rank B_v)`` states. The
+    SymPy reference routes need the constraints in a KanesMethod, so such a
+    model has ``kane = None`` (the benchmark skips those routes).
 
     Lagrange's equations
     --------------------
@@ -118,7 +155,8 @@ class Model:
     """
 
     def __init__(self, equations, parameters, inputs=None, name="model", description="",
-                 reduction="auto", dependent_q=None, dependent_u=None):
+                 reduction="auto", dependent_q=None, dependent_u=None,
+                 configuration_constraints=None, velocity_constraints=None):
         if not _IDENTIFIER.match(name):
             raise ModelError(f"model name {name!r} must be a C identifier")
         if reduction not in ("auto", "multipliers", "kane"):
@@ -130,14 +168,30 @@ class Model:
         method, source = _equations_of_motion(equations, name)
         # the user's equations, kept for the reference routes (SymPy's Linearizer)
         self.kane = self.lagrange = None
+        given = configuration_constraints is not None or velocity_constraints is not None
+        self._constraints_given = given            # may be redundant (see the class docstring)
+        self._auto_velocity_constraints = False    # f_v formed here as d f_c/dt
         if _is_kanes_method(method):
-            if dependent_q is not None or dependent_u is not None:
+            if (dependent_q is not None or dependent_u is not None) and not given:
                 raise ModelError(
-                    f"model {name!r}: dependent_q and dependent_u are for a LagrangesMethod; a "
-                    "KanesMethod's default partition is its q_dependent and u_dependent (every call "
-                    "of the generated code may choose another)")
-            qd_of_u, kinematics = self._from_kanes_method(method, reduction)
+                    f"model {name!r}: dependent_q and dependent_u are for a LagrangesMethod or for "
+                    "constraints given to Model; a KanesMethod's default partition is its "
+                    "q_dependent and u_dependent (every call of the generated code may choose another)")
+            if given and reduction == "kane":
+                raise ModelError(
+                    f"model {name!r}: constraints given to Model enter through multipliers; "
+                    "reduction='kane' needs the KanesMethod's own reduced equations (use 'auto')")
+            # the unconstrained equations are the KanesMethod's own: no bodies and loads needed
+            qd_of_u, kinematics = self._from_kanes_method(method, "auto" if given else reduction)
+            if given:
+                kinematics = self._take_constraints(configuration_constraints, velocity_constraints,
+                                                    qd_of_u, kinematics)
         else:
+            if given:
+                raise ModelError(
+                    f"model {name!r}: configuration_constraints and velocity_constraints are taken "
+                    "beside a KanesMethod of the unconstrained system; give a LagrangesMethod its "
+                    "constraints itself (hol_coneqs, nonhol_coneqs)")
             qd_of_u, kinematics = self._from_lagranges_method(method, source, reduction)
         self.qd = [qi.diff(self.time) for qi in self.q]
         self.ud = [ui.diff(self.time) for ui in self.u]
@@ -147,7 +201,11 @@ class Model:
         self.parameters, self.parameter_values = self._check_parameters(parameters)
         if self.lagrange is not None:
             self._choose_lagrange_partition(source, dependent_q, dependent_u)
-        self._check_velocity_constraints_hold_df_c_dt(qd_of_u, *kinematics)
+        elif given:
+            self._choose_given_partition(dependent_q, dependent_u)
+            self.kane = None   # its own equations lack the constraints: no reference routes
+        if not self._auto_velocity_constraints:   # d f_c/dt by construction otherwise
+            self._check_velocity_constraints_hold_df_c_dt(qd_of_u, *kinematics)
 
     def _from_kanes_method(self, kane, reduction):
         """q, u, the default partition and the residuals of a KanesMethod;
@@ -202,6 +260,79 @@ class Model:
         qd_of_u = {key: value.xreplace(zero_auxiliary) if auxiliary else value
                    for key, value in kane.kindiffdict().items()}
         return qd_of_u, (k_kqdot, k_ku, f_k, k_nh, f_nh)
+
+    def _take_constraints(self, configuration_constraints, velocity_constraints, qd_of_u, kinematics):
+        """f_c and f_v given to Model beside a KanesMethod of the unconstrained
+        system (see the class docstring); returns the kinematics tuple of the
+        d f_c/dt check with the new velocity constraint coefficients."""
+        name = self.name
+        if len(self.u_dependent) or len(self.q_dependent) or len(self.f_c) or len(self.f_v):
+            raise ModelError(
+                f"model {name!r}: the KanesMethod has constraints of its own (q_dependent "
+                f"{[_name(s) for s in self.q_dependent]}, u_dependent "
+                f"{[_name(s) for s in self.u_dependent]}, {len(self.f_c)} configuration and "
+                f"{len(self.f_v)} velocity constraints): give every constraint either to the "
+                "KanesMethod or to Model, beside a KanesMethod of the unconstrained system")
+        t = self.time
+        q, u = self.q, self.u
+        n, o = len(q), len(u)
+        f_c = _constraint_rows(configuration_constraints or [], "configuration_constraints", name)
+        foreign = find_dynamicsymbols(f_c, exclude=set(q)) if len(f_c) else set()
+        if foreign:
+            raise ModelError(
+                f"model {name!r}: configuration_constraints may hold only the coordinates "
+                f"{self.q_names} and time, not {sorted(map(str, foreign))}")
+        if velocity_constraints is None:
+            # d f_c/dt with q' from the kinematic equations
+            f_v = f_c.diff(t).xreplace(qd_of_u) if len(f_c) else sm.zeros(0, 1)
+            self._auto_velocity_constraints = bool(len(f_c))
+        else:
+            f_v = _constraint_rows(velocity_constraints, "velocity_constraints", name)
+            f_v = f_v.xreplace(qd_of_u) if len(f_v) else f_v
+            foreign = find_dynamicsymbols(f_v, exclude=set(q) | set(u)) if len(f_v) else set()
+            if foreign:
+                raise ModelError(
+                    f"model {name!r}: velocity_constraints may hold only the coordinates, their "
+                    f"rates, the speeds {self.u_names} and time, not {sorted(map(str, foreign))}")
+        l, m = len(f_c), len(f_v)
+        if l > n or m > o:
+            raise ModelError(
+                f"model {name!r}: {l} configuration constraints for {n} coordinates and {m} velocity "
+                f"constraints for {o} speeds: the generated code takes one dependent coordinate per "
+                "configuration constraint and one dependent speed per velocity constraint, so at "
+                "most as many rows as coordinates and speeds; remove rows that repeat others "
+                "(redundant rows are accepted up to that count)")
+        B_v = f_v.jacobian(u) if m else sm.zeros(0, o)
+        if any(entry.has(*u) for entry in B_v):
+            raise ModelError(f"model {name!r}: velocity_constraints must be linear in the speeds")
+        self.f_c, self.f_v = f_c, f_v
+        # provisional default partition (sizes only), chosen once the parameters are known
+        self.q_dependent, self.u_dependent = q[n - l:], u[o - m:] if m else []
+        self.multipliers = m
+        self.reduction = "multipliers" if m else self.reduction
+        f_nh = f_v.xreplace(dict.fromkeys(u, 0)) if m else sm.zeros(0, 1)
+        return (*kinematics[:3], B_v, f_nh)
+
+    def _choose_given_partition(self, dependent_q, dependent_u):
+        """The default dependent coordinates and speeds of constraints given to
+        Model: as given, or the columns of J_c (B_v) independent at random
+        points, completed with the last others to one per row (see the class
+        docstring: redundant constraints have no valid partition)."""
+        l, m = len(self.f_c), len(self.f_v)
+        if dependent_q is not None:
+            self.q_dependent = self._resolve(dependent_q, self.q, {}, "dependent_q", l)
+        elif l:
+            columns = _independent_columns(self, self.f_c.jacobian(self.q), l, [],
+                                           "configuration constraints", complete=True)
+            self.q_dependent = [self.q[i] for i in columns or range(self.n - l, self.n)]
+        if dependent_u is not None:
+            self.u_dependent = self._resolve(dependent_u, self.u, {}, "dependent_u", m)
+        elif m:
+            # the speeds at the dependent coordinates' places first (u = q' in most models)
+            first = [i for i in (self.q.index(qi) for qi in self.q_dependent) if i < self.o]
+            columns = _independent_columns(self, self.f_v.jacobian(self.u), m, first,
+                                           "velocity constraints", complete=True)
+            self.u_dependent = [self.u[i] for i in columns or range(self.o - m, self.o)]
 
     def _from_lagranges_method(self, lagrange, source, reduction):
         """q, the coordinate rates as speeds and the residuals of a
@@ -550,14 +681,20 @@ def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, po
         q = rng.uniform(-1.0, 1.0, n) * (0.5, 1.0, math.pi)[attempt % 3]
         u = rng.uniform(-1.0, 1.0, o)
         time = float(rng.uniform(0.1, 1.0))
-        for _ in range(30):                       # Newton on f_c for the dependent coordinates
+        # Newton on f_c for the dependent coordinates; constraints given to Model
+        # may be redundant: Gauss-Newton with minimum-norm (truncated) steps
+        least_squares = getattr(model, "_constraints_given", False)
+        for _ in range(80 if least_squares else 30):
             residual, J_c = values(q, u, time)[:2]
             if not (np.all(np.isfinite(residual)) and np.all(np.isfinite(J_c))):
                 break
             if np.abs(residual).max() <= 1e-11 * (1.0 + np.abs(q).max()):
                 break
             try:
-                q[dependent] -= np.linalg.solve(J_c[:, dependent], residual.ravel())
+                if least_squares:
+                    q[dependent] -= np.linalg.lstsq(J_c[:, dependent], residual.ravel(), rcond=1e-8)[0]
+                else:
+                    q[dependent] -= np.linalg.solve(J_c[:, dependent], residual.ravel())
             except np.linalg.LinAlgError:
                 break
         else:
@@ -654,7 +791,7 @@ def _equations_of_motion(equations, name):
                      f"LagrangesMethod (or a System/JointsMethod after form_eoms()), got {kind}")
 
 
-def _independent_columns(model, jacobian, count, first, label):
+def _independent_columns(model, jacobian, count, first, label, complete=False):
     """Indices of ``count`` columns of ``jacobian`` (rows: constraints, columns:
     coordinates or speeds) that are linearly independent at a few seeded random
     points (coordinates and speeds in [-1, 1], the default parameters): the
@@ -663,7 +800,9 @@ def _independent_columns(model, jacobian, count, first, label):
     coordinates become the dependent ones, as in KanesMethod's ``q = q_ind +
     q_dep``, except those the constraints cannot determine (a column that
     vanishes, or one that repeats another). Empty if no point could be
-    evaluated; a ModelError if the constraints themselves are dependent."""
+    evaluated; a ModelError if the constraints themselves are dependent,
+    unless ``complete``: then the independent columns are completed with
+    the last others to ``count`` (redundant constraints given to Model)."""
     import numpy as np
 
     t = model.time
@@ -700,11 +839,29 @@ def _independent_columns(model, jacobian, count, first, label):
             break
         if j not in chosen and independent(chosen + [j]):
             chosen.append(j)
+    if len(chosen) < count and complete:
+        chosen += [j for j in reversed(range(jacobian.shape[1])) if j not in chosen][:count - len(chosen)]
     if len(chosen) < count:
         raise ModelError(
             f"model {model.name!r}: the {count} {label} of the LagrangesMethod are not independent "
             f"(their Jacobian has rank {len(chosen)} at random points): remove the redundant ones")
     return sorted(chosen)
+
+
+def _constraint_rows(rows, label, name):
+    """A column Matrix of constraint expressions given as a sequence (or Matrix)."""
+    if isinstance(rows, (str, sm.Basic)) and not isinstance(rows, sm.MatrixBase):
+        raise ModelError(f"model {name!r}: {label} must be a sequence of expressions, got {rows!r}")
+    try:
+        entries = [sm.sympify(entry, strict=True) for entry in rows]
+    except (TypeError, sm.SympifyError) as error:
+        raise ModelError(f"model {name!r}: {label} must be a sequence of SymPy expressions "
+                         f"({error})") from None
+    bad = [entry for entry in entries if not isinstance(entry, sm.Expr) or entry.is_Matrix]
+    if bad:
+        raise ModelError(f"model {name!r}: {label} entries must be scalar expressions (a Vector "
+                         f"needs .dot(N.x), ...), got {bad[0]!r}")
+    return sm.Matrix(entries) if entries else sm.zeros(0, 1)
 
 
 def _name(symbol):
