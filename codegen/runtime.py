@@ -1195,7 +1195,7 @@ class CompiledModel:
         if type(package) is types.ModuleType:
             package.__class__ = GeneratedPackage
         for attribute in ("state_space", "linearize_local", "linearize_descriptor", "equilibrium",
-                          "descriptor_variables"):
+                          "descriptor_variables", "RANK_RTOL", "ill_conditioned"):
             if attribute not in vars(package):
                 setattr(package, attribute, getattr(self, attribute))
 

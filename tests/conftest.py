@@ -41,6 +41,75 @@ def disk_sources(disk_model):
     return emit(derive(disk_model))
 
 
+class Built:
+    """A model, its compiled module and its SymPy/NumPy reference
+    (codegen.reference.KaneReference), for the tests of issue 11."""
+
+    def __init__(self, model, compiled):
+        from codegen.reference import KaneReference
+        self.model, self.compiled = model, compiled
+        self.ref = KaneReference.from_model(model)
+
+    @classmethod
+    def build(cls, model, build_dir):
+        return cls(model, codegen.build(model, output_dir=build_dir))
+
+    def p(self, **values):
+        return self.compiled.parameters(**values)
+
+
+# The seed models with their references, shared by the issue-11 test files
+# (test_seed_models.py and test_reference_local.py define their own fixtures of
+# these names, which take precedence there).
+@pytest.fixture(scope="session")
+def fourbar1(build_dir):
+    from codegen.models import fourbar
+    return Built.build(fourbar.make_model(1), build_dir)
+
+
+@pytest.fixture(scope="session")
+def pendulum(build_dir):
+    from codegen.models import spencer_pendulum
+    return Built.build(spencer_pendulum.make_model(), build_dir)
+
+
+@pytest.fixture(scope="session")
+def fivebar(build_dir):
+    from codegen.models import five_bar
+    return Built.build(five_bar.make_model(), build_dir)
+
+
+@pytest.fixture(scope="session")
+def disk_built(disk, disk_model):
+    return Built(disk_model, disk)
+
+
+MOVING_POINTS = ["pendulum", "fourbar", "disk_turn", "disk_upright", "fivebar"]
+
+
+def moving_point(case, pendulum, fourbar1, disk_built, fivebar):
+    """(built, p, q, u) of a moving (non-equilibrium) point of a seed model,
+    ``case`` one of MOVING_POINTS."""
+    from codegen.models import disk as disk_models
+    from codegen.models import five_bar, fourbar, spencer_pendulum
+    if case == "pendulum":
+        built, p = pendulum, None
+        q, u = spencer_pendulum.at_angle(spencer_pendulum.DEFAULT_PARAMETERS, 0.6, 1.3)
+    elif case == "fourbar":
+        built, p = fourbar1, fourbar1.p(c=1.0, gravity_angle=-1.3)
+        q, u = fourbar.general(fourbar.DEFAULT_PARAMETERS, phi=1.2, omega=0.7)
+    elif case == "disk_turn":
+        built, p = disk_built, None
+        q, u = disk_models.steady_turn(disk_models.DEFAULT_PARAMETERS, lean=0.3, spin_rate=-3.0)
+    elif case == "disk_upright":
+        built, p = disk_built, None
+        q, u = disk_models.upright(disk_models.DEFAULT_PARAMETERS, v=0.5)
+    else:
+        built, p = fivebar, None
+        q, u = five_bar.moving(dict(five_bar.DEFAULT_PARAMETERS))
+    return built, p, q, u
+
+
 @pytest.fixture(scope="session")
 def bicycle(build_dir):
     """The compiled bicycle (built once per run, ~30 s; the CLI reuses it

@@ -32,31 +32,9 @@ from scipy.optimize import brentq
 import codegen
 from codegen.errors import SingularMatrixError
 from codegen.models import five_bar, fourbar, spencer_pendulum
-from codegen.reference import KaneReference
+
 
 G = 9.81
-
-
-class Built:
-    def __init__(self, model, build_dir):
-        self.model = model
-        self.compiled = codegen.build(model, output_dir=build_dir)
-        self.ref = KaneReference.from_model(model)
-
-
-@pytest.fixture(scope="module")
-def pendulum(build_dir):
-    return Built(spencer_pendulum.make_model(), build_dir)
-
-
-@pytest.fixture(scope="module")
-def fivebar(build_dir):
-    return Built(five_bar.make_model(), build_dir)
-
-
-@pytest.fixture(scope="module")
-def fourbar1(build_dir):
-    return Built(fourbar.make_model(1), build_dir)
 
 
 def assert_close(actual, expected, rtol, label=""):

@@ -19,70 +19,25 @@ import numpy as np
 import pytest
 
 import codegen
+from conftest import MOVING_POINTS, Built, moving_point
+from local_checks import assert_close, assert_eigenvalues_close, assert_gonzalez_singular_eigenvalues
 from codegen.models import disk as disk_models
 from codegen.models import five_bar, fourbar, spencer_pendulum
-from codegen.reference import KaneReference, descriptor_eigenvalues
+from codegen.reference import descriptor_eigenvalues
 
-G = 9.81
-SINGULAR_CLOSED_FORM = (math.sqrt(6 * G / 5), math.sqrt(2 * G))
-PAPER_DIGITS = (3.4310, 4.4294)
 SINGULAR_VALUES = dict(fourbar.DEFAULT_PARAMETERS, k=0.0, gravity_angle=0.0)
-
-
-class Built:
-    def __init__(self, model, compiled):
-        self.model, self.compiled = model, compiled
-        self.ref = KaneReference.from_model(model)
-
-
-def _build(model, build_dir):
-    return Built(model, codegen.build(model, output_dir=build_dir))
-
-
-@pytest.fixture(scope="module")
-def fourbar1(build_dir):
-    return _build(fourbar.make_model(1), build_dir)
-
-
-@pytest.fixture(scope="module")
-def pendulum(build_dir):
-    return _build(spencer_pendulum.make_model(), build_dir)
-
-
-@pytest.fixture(scope="module")
-def fivebar(build_dir):
-    return _build(five_bar.make_model(), build_dir)
-
-
-@pytest.fixture(scope="module")
-def disk_built(disk, disk_model):
-    return Built(disk_model, disk)
 
 
 @pytest.fixture(scope="module")
 def wire(build_dir):
     path = Path(__file__).parent / "user_models" / "rotating_wire.py"
-    return _build(codegen.load_model_file(f"{path}:make_model"), build_dir)
+    return Built.build(codegen.load_model_file(f"{path}:make_model"), build_dir)
 
 
-def _sorted(values):
-    values = np.asarray(values, dtype=complex)
-    return values[np.lexsort((np.round(values.real, 6), np.round(values.imag, 6)))]
 
 
-def assert_eigenvalues_close(actual, expected, rtol, label="", zero_tol=1e-6):
-    actual, expected = _sorted(actual), _sorted(expected)
-    assert actual.shape == expected.shape, (label, actual, expected)
-    scale = max(1.0, float(np.abs(expected).max()))
-    zero = (np.abs(expected) < zero_tol) & (np.abs(actual) < zero_tol)
-    assert np.abs(actual[~zero] - expected[~zero]).max(initial=0.0) <= rtol * scale, (label, actual, expected)
 
 
-def assert_close(actual, expected, rtol, label=""):
-    actual, expected = np.asarray(actual, float), np.asarray(expected, float)
-    assert actual.shape == expected.shape, (label, actual.shape, expected.shape)
-    scale = max(1.0, float(np.abs(expected).max())) if expected.size else 1.0
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=label)
 
 
 def check_descriptor(built, q, u, r=None, p=None, t=0.0, rank_tol=None, rtol=1e-9):
@@ -109,11 +64,7 @@ def test_gonzalez_singular_fourbar(fourbar1):
     E, A, B = check_descriptor(fourbar1, q, u, p=p)
     assert E.shape == (22, 22) and B.shape == (22, 0)
     finite = descriptor_eigenvalues(E, A)
-    assert len(finite) == 4, finite
-    assert np.abs(finite.real).max() < 1e-8
-    omega = np.sort(np.abs(finite.imag))
-    np.testing.assert_allclose(omega, np.repeat(SINGULAR_CLOSED_FORM, 2), rtol=1e-9)
-    np.testing.assert_allclose(omega, np.repeat(PAPER_DIGITS, 2), atol=5e-5)
+    assert_gonzalez_singular_eigenvalues(finite)
     local = c.linearize_local(q, u, p=p)
     assert_eigenvalues_close(finite, np.linalg.eigvals(local.A), 1e-9, "descriptor vs local")
     result = c.linearize_descriptor(q, u, p=p)
@@ -159,24 +110,9 @@ def test_equilibria_match_linearize(case, fourbar1, pendulum, fivebar, disk_buil
         assert len(descriptor_eigenvalues(E, A)) == A_lin.shape[0]
 
 
-@pytest.mark.parametrize("case", ["pendulum", "fourbar", "disk_turn", "disk_upright", "fivebar"])
+@pytest.mark.parametrize("case", MOVING_POINTS)
 def test_moving_points_match_local_form(case, fourbar1, pendulum, fivebar, disk_built):
-    if case == "pendulum":
-        built, p = pendulum, None
-        q, u = spencer_pendulum.at_angle(spencer_pendulum.DEFAULT_PARAMETERS, 0.6, 1.3)
-    elif case == "fourbar":
-        built = fourbar1
-        p = fourbar1.compiled.parameters(c=1.0, gravity_angle=-1.3)
-        q, u = fourbar.general(fourbar.DEFAULT_PARAMETERS, phi=1.2, omega=0.7)
-    elif case == "disk_turn":
-        built, p = disk_built, None
-        q, u = disk_models.steady_turn(disk_models.DEFAULT_PARAMETERS, lean=0.3, spin_rate=-3.0)
-    elif case == "disk_upright":
-        built, p = disk_built, None
-        q, u = disk_models.upright(disk_models.DEFAULT_PARAMETERS, v=0.5)
-    else:
-        built, p = fivebar, None
-        q, u = five_bar.moving(dict(five_bar.DEFAULT_PARAMETERS))
+    built, p, q, u = moving_point(case, pendulum, fourbar1, disk_built, fivebar)
     E, A, _ = check_descriptor(built, q, u, p=p)
     local = built.compiled.linearize_local(q, u, p=p)
     finite = descriptor_eigenvalues(E, A, count=local.nx)
@@ -241,14 +177,10 @@ def test_user_fourbar_singular_case(build_dir):
     """tests/user_models/gonzalez_fourbar.py through codegen.Model/build: the
     paper's digits as finite generalized eigenvalues of (E, A)."""
     path = Path(__file__).parent / "user_models" / "gonzalez_fourbar.py"
-    built = _build(codegen.load_model_file(f"{path}:make_model"), build_dir)
+    built = Built.build(codegen.load_model_file(f"{path}:make_model"), build_dir)
     c = built.compiled
     p = c.parameters(k=0.0, gravity_angle=0.0)
     q, u = [0.0, 1.0, 0.0, 2.0, 0.0], [0.0] * 5
     E, A, _ = check_descriptor(built, q, u, p=p)
     finite = descriptor_eigenvalues(E, A)
-    assert len(finite) == 4, finite
-    assert np.abs(finite.real).max() < 1e-8
-    omega = np.sort(np.abs(finite.imag))
-    np.testing.assert_allclose(omega, np.repeat(SINGULAR_CLOSED_FORM, 2), rtol=1e-9)
-    np.testing.assert_allclose(omega, np.repeat(PAPER_DIGITS, 2), atol=5e-5)
+    assert_gonzalez_singular_eigenvalues(finite)

@@ -25,45 +25,11 @@ import numpy as np
 import pytest
 
 import codegen
+from conftest import MOVING_POINTS, Built, moving_point
+from local_checks import G, PAPER_DIGITS, SINGULAR_CLOSED_FORM, assert_close, assert_eigenvalues_close
 from codegen.models import disk as disk_models
 from codegen.models import five_bar, fourbar, spencer_pendulum
-from codegen.reference import KaneReference
 
-G = 9.81
-SINGULAR_CLOSED_FORM = (math.sqrt(6 * G / 5), math.sqrt(2 * G))     # 3.43103..., 4.42944...
-PAPER_DIGITS = (3.4310, 4.4294)                                      # González et al., 5.1
-
-
-class Built:
-    def __init__(self, model, build_dir):
-        self.model = model
-        self.compiled = codegen.build(model, output_dir=build_dir)
-        self.ref = KaneReference.from_model(model)
-
-    def p(self, **values):
-        return self.compiled.parameters(**values)
-
-
-@pytest.fixture(scope="module")
-def fourbar1(build_dir):
-    return Built(fourbar.make_model(1), build_dir)
-
-
-@pytest.fixture(scope="module")
-def pendulum(build_dir):
-    return Built(spencer_pendulum.make_model(), build_dir)
-
-
-@pytest.fixture(scope="module")
-def fivebar(build_dir):
-    return Built(five_bar.make_model(), build_dir)
-
-
-@pytest.fixture(scope="module")
-def disk_built(disk, disk_model):
-    built = Built.__new__(Built)
-    built.model, built.compiled, built.ref = disk_model, disk, KaneReference.from_model(disk_model)
-    return built
 
 
 SINGULAR_VALUES = dict(fourbar.DEFAULT_PARAMETERS, k=0.0, gravity_angle=0.0)
@@ -76,27 +42,10 @@ def singular_p(built):
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _sorted(values):
-    values = np.asarray(values, dtype=complex)
-    return values[np.lexsort((np.round(values.real, 6), np.round(values.imag, 6)))]
 
 
-def assert_eigenvalues_close(actual, expected, rtol, label="", zero_tol=1e-7):
-    """Sorted eigenvalues agree to rtol relative to the largest; a cluster of
-    zeros (Jordan blocks: computed as +/- sqrt(eps)-sized values) to zero_tol."""
-    actual, expected = _sorted(actual), _sorted(expected)
-    assert actual.shape == expected.shape, (label, actual, expected)
-    scale = max(1.0, float(np.abs(expected).max()))
-    zero = (np.abs(expected) < zero_tol) & (np.abs(actual) < zero_tol)
-    assert np.abs(actual[zero] - expected[zero]).max(initial=0.0) <= zero_tol, (label, actual, expected)
-    assert np.abs(actual[~zero] - expected[~zero]).max(initial=0.0) <= rtol * scale, (label, actual, expected)
 
 
-def assert_close(actual, expected, rtol, label=""):
-    actual, expected = np.asarray(actual, float), np.asarray(expected, float)
-    assert actual.shape == expected.shape, (label, actual.shape, expected.shape)
-    scale = max(1.0, float(np.abs(expected).max())) if expected.size else 1.0
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=label)
 
 
 def basis_change(N_ref, N, label):
@@ -209,25 +158,11 @@ def test_regular_equilibria_similar_to_linearize(fourbar1, pendulum, disk_built,
                              [1j * w, -1j * w], 1e-12)
 
 
-@pytest.mark.parametrize("case", ["pendulum", "fourbar", "disk_turn", "disk_upright", "fivebar"])
+@pytest.mark.parametrize("case", MOVING_POINTS)
 def test_moving_points_against_reference_and_chart_fd(case, fourbar1, pendulum, disk_built, fivebar):
     """Moving points: the reference, and finite differences of SymPy's reduced
     equations in the returned chart (y = N_q^T q, z = N_u^T u)."""
-    if case == "pendulum":
-        built, p = pendulum, None
-        q, u = spencer_pendulum.at_angle(spencer_pendulum.DEFAULT_PARAMETERS, 0.6, 1.3)
-    elif case == "fourbar":
-        built, p = fourbar1, fourbar1.p(c=1.0, gravity_angle=-1.3)
-        q, u = fourbar.general(fourbar.DEFAULT_PARAMETERS, phi=1.2, omega=0.7)
-    elif case == "disk_turn":
-        built, p = disk_built, None
-        q, u = disk_models.steady_turn(disk_models.DEFAULT_PARAMETERS, lean=0.3, spin_rate=-3.0)
-    elif case == "disk_upright":
-        built, p = disk_built, None
-        q, u = disk_models.upright(disk_models.DEFAULT_PARAMETERS, v=0.5)
-    else:
-        built, p = fivebar, None
-        q, u = five_bar.moving(dict(five_bar.DEFAULT_PARAMETERS))
+    built, p, q, u = moving_point(case, pendulum, fourbar1, disk_built, fivebar)
     q, u = np.asarray(q, float), np.asarray(u, float)
     result = built.compiled.linearize_local(q, u, p=p)
     check_against_reference(built, result, q, u, p=p)
@@ -246,7 +181,7 @@ def test_input_matrix_and_time(build_dir):
     from pathlib import Path
     path = Path(__file__).parent / "user_models" / "rotating_wire.py"
     model = codegen.load_model_file(f"{path}:make_model")
-    built = Built(model, build_dir)
+    built = Built.build(model, build_dir)
     t, r = 0.4, [0.5]
     q, u = built.ref.complete([0.7, 0.0], [0.3, 0.0], t=t)
     result = built.compiled.linearize_local(q, u, r, t=t)
@@ -374,7 +309,7 @@ def user_fourbar(build_dir):
     crank angle of the *first* crank, rods as two-point Gauss quadratures."""
     from pathlib import Path
     path = Path(__file__).parent / "user_models" / "gonzalez_fourbar.py"
-    return Built(codegen.load_model_file(f"{path}:make_model"), build_dir)
+    return Built.build(codegen.load_model_file(f"{path}:make_model"), build_dir)
 
 
 def test_user_fourbar_singular_case(user_fourbar):

@@ -1,0 +1,46 @@
+"""Comparisons shared by the tests of the local and descriptor forms (issue 11)."""
+
+import math
+
+import numpy as np
+
+G = 9.81
+# González et al., section 5.1: the one-loop four-bar at its singular flat
+# configuration (k = 0, gravity along the rods); the closed forms are those of
+# the minimum-norm multipliers (codegen/models/fourbar.py's docstring)
+SINGULAR_CLOSED_FORM = (math.sqrt(6 * G / 5), math.sqrt(2 * G))     # 3.43103..., 4.42944...
+PAPER_DIGITS = (3.4310, 4.4294)
+
+
+def sorted_eigenvalues(values):
+    values = np.asarray(values, dtype=complex)
+    return values[np.lexsort((np.round(values.real, 6), np.round(values.imag, 6)))]
+
+
+def assert_eigenvalues_close(actual, expected, rtol, label="", zero_tol=1e-7):
+    """Sorted eigenvalues agree to rtol relative to the largest; a cluster of
+    zeros (Jordan blocks: computed as +/- sqrt(eps)-sized values) to zero_tol."""
+    actual, expected = sorted_eigenvalues(actual), sorted_eigenvalues(expected)
+    assert actual.shape == expected.shape, (label, actual, expected)
+    scale = max(1.0, float(np.abs(expected).max()))
+    zero = (np.abs(expected) < zero_tol) & (np.abs(actual) < zero_tol)
+    assert np.abs(actual[zero] - expected[zero]).max(initial=0.0) <= zero_tol, (label, actual, expected)
+    assert np.abs(actual[~zero] - expected[~zero]).max(initial=0.0) <= rtol * scale, (label, actual, expected)
+
+
+def assert_close(actual, expected, rtol, label=""):
+    actual, expected = np.asarray(actual, float), np.asarray(expected, float)
+    assert actual.shape == expected.shape, (label, actual.shape, expected.shape)
+    scale = max(1.0, float(np.abs(expected).max())) if expected.size else 1.0
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=label)
+
+
+def assert_gonzalez_singular_eigenvalues(eigenvalues):
+    """Four eigenvalues +/-3.4310i, +/-4.4294i: the closed forms to 1e-9, the
+    paper's digits to their last place."""
+    eigenvalues = np.asarray(eigenvalues)
+    assert len(eigenvalues) == 4, eigenvalues
+    assert np.abs(eigenvalues.real).max() < 1e-8
+    omega = np.sort(np.abs(eigenvalues.imag))
+    np.testing.assert_allclose(omega, np.repeat(SINGULAR_CLOSED_FORM, 2), rtol=1e-9)
+    np.testing.assert_allclose(omega, np.repeat(PAPER_DIGITS, 2), atol=5e-5)
