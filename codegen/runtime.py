@@ -1354,16 +1354,20 @@ class LocalLinearization:
         sizes = [(nq - rank_c, nu - rank_v) for rank_c, rank_v in pairs]
         width = max(y + z for y, z in sizes)
         wide_y, wide_z = max(y for y, _ in sizes), max(z for _, z in sizes)
-        fill = np.empty if uniform else (lambda size: np.full(size, np.nan))
-        A_out, B_out = fill((n, width, width)), fill((n, width, nr))
-        T_out = fill((n, ns, width))
-        N_q, N_u = fill((n, nq, wide_y)), fill((n, nu, wide_z))
-        for (rank_c, rank_v), (y, z) in zip(pairs, sizes):
-            if uniform:
-                rows, count = slice(None), n
-            else:
-                rows = np.nonzero((ranks[:, 0] == rank_c) & (ranks[:, 1] == rank_v))[0]
-                count = len(rows)           # explicit: -1 is ambiguous for empty rows
+        if uniform:      # views of the kernel's rows: no copies
+            (y, z), k = sizes[0], width
+            A_out, B_out = A[:, :k * k].reshape(n, k, k), B[:, :k * nr].reshape(n, k, nr)
+            T_out = T[:, :ns * k].reshape(n, ns, k)
+            N_q, N_u = T_out[:, :nq, :y], T_out[:, nq:, y:]
+        else:            # padded with NaN to the largest size
+            def fill(size):
+                return np.full(size, np.nan)
+            A_out, B_out = fill((n, width, width)), fill((n, width, nr))
+            T_out = fill((n, ns, width))
+            N_q, N_u = fill((n, nq, wide_y)), fill((n, nu, wide_z))
+        for (rank_c, rank_v), (y, z) in zip(pairs, sizes) if not uniform else ():
+            rows = np.nonzero((ranks[:, 0] == rank_c) & (ranks[:, 1] == rank_v))[0]
+            count = len(rows)           # explicit: -1 is ambiguous for empty rows
             k = y + z
             A_out[rows, :k, :k] = A[rows, :k * k].reshape(count, k, k)
             B_out[rows, :k] = B[rows, :k * nr].reshape(count, k, nr)
