@@ -292,7 +292,7 @@ static void jacobi_svd(int rows, int cols, double *g, double *v, double *sigma)
                 }
                 /* orthogonal to working precision, or a column that is zero
                    to it (the null space of a wide matrix): no rotation */
-                if (!(fabs(gamma) > DBL_EPSILON * sqrt(alpha) * sqrt(beta)) || alpha <= negligible
+                if (!(gamma * gamma > DBL_EPSILON * DBL_EPSILON * alpha * beta) || alpha <= negligible
                     || beta <= negligible)
                     continue;
                 rotated = 1;
