@@ -746,6 +746,18 @@ class CompiledModel:
         self._check_tol(tol)
         threads = self._check_threads(threads)
         rtol = self._rank_tolerance(rank_tol)
+        tolerance = -1.0 if tol is None else float(tol)
+        reported_tol = self.RANK_RTOL if rank_tol is None else rtol
+        if not isinstance(p, dict) and _plain_number(t):
+            # one point: checked and evaluated in the kernel
+            one = self._kernel.linearize_local_one(q, u, r, p, float(t), rtol, tolerance)
+            if one is not None:
+                A, B, T, rank_c, rank_v, sigma = one
+                y, z = self.nq - rank_c, self.nu - rank_v
+                return LocalLinearization(
+                    A=A, B=B, N_q=T[:self.nq, :y], N_u=T[self.nq:, y:], embedding=T,
+                    rank_c=rank_c, rank_v=rank_v, dof=z, nx=y + z, sigma_c=sigma[:self.nc],
+                    sigma_v=sigma[self.nc:], rank_tol=reported_tol)
         batch = self._batch(q, u, r, p, t)
         n, ns, nr = batch.size, self.nq + self.nu, self.nr
         A, B, T = np.empty((n, ns * ns)), np.empty((n, ns * nr)), np.empty((n, ns * ns))
@@ -753,14 +765,12 @@ class CompiledModel:
         sigma = np.empty((n, self.nc + self.nv))
         a = batch.arrays
         status, index = run_batch(self._kernel.linearize_local, n,
-                                  (a["t"], a["q"], a["u"], a["r"], a["p"]),
-                                  (rtol, -1.0 if tol is None else float(tol)),
+                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (rtol, tolerance),
                                   (A, B, T, ranks, sigma), threads, self.operation_count)
         if status != OK:
             self._raise(status, index, batch, tol=tol, partitioned=False)
-        return LocalLinearization._from_kernel(
-            self, batch.shape, A, B, T, ranks, sigma,
-            self.RANK_RTOL if rank_tol is None else rtol)
+        return LocalLinearization._from_kernel(self, batch.shape, A, B, T, ranks, sigma,
+                                               reported_tol)
 
     def linearize_descriptor(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8,
                              threads=None):

@@ -379,3 +379,22 @@ def test_constraint_check_and_defaults(fourbar1):
         c.linearize_descriptor(off, u)
     assert c.linearize_local(off, u, tol=None).nx == 2
     assert c.linearize_local(q, u).rank_tol == 1e-9            # the documented default
+
+
+def test_single_point_path_equals_the_batch_path(fourbar1, disk_built):
+    """One point takes the kernel's single-point path; a batch of one the
+    batched loop: the same results, bit for bit, regular and singular."""
+    c = fourbar1.compiled
+    p = singular_p(fourbar1)
+    points = [(fourbar1, fourbar.flat(SINGULAR_VALUES), p),
+              (fourbar1, fourbar.general(fourbar.DEFAULT_PARAMETERS, phi=1.2, omega=0.7), None),
+              (disk_built, disk_models.steady_turn(disk_models.DEFAULT_PARAMETERS, lean=0.3,
+                                                   spin_rate=-3.0), None)]
+    for built, (q, u), parameters in points:
+        c = built.compiled
+        one = c.linearize_local(q, u, p=parameters)
+        batch = c.linearize_local(np.asarray(q)[None], np.asarray(u)[None], p=parameters)
+        for name in ("A", "B", "N_q", "N_u", "embedding", "sigma_c", "sigma_v"):
+            np.testing.assert_array_equal(getattr(one, name), getattr(batch, name)[0], err_msg=name)
+        assert (one.rank_c, one.rank_v, one.dof, one.nx) == (batch.rank_c, batch.rank_v, batch.dof,
+                                                               batch.nx)
