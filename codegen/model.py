@@ -169,7 +169,6 @@ class Model:
         # the user's equations, kept for the reference routes (SymPy's Linearizer)
         self.kane = self.lagrange = None
         given = configuration_constraints is not None or velocity_constraints is not None
-        self._constraints_given = given            # may be redundant (see the class docstring)
         self._auto_velocity_constraints = False    # f_v formed here as d f_c/dt
         if _is_kanes_method(method):
             if (dependent_q is not None or dependent_u is not None) and not given:
@@ -681,20 +680,16 @@ def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, po
         q = rng.uniform(-1.0, 1.0, n) * (0.5, 1.0, math.pi)[attempt % 3]
         u = rng.uniform(-1.0, 1.0, o)
         time = float(rng.uniform(0.1, 1.0))
-        # Newton on f_c for the dependent coordinates; constraints given to Model
-        # may be redundant: Gauss-Newton with minimum-norm (truncated) steps
-        least_squares = getattr(model, "_constraints_given", False)
-        for _ in range(80 if least_squares else 30):
+        # Newton on f_c for the dependent coordinates, with minimum-norm
+        # (truncated) steps: constraints given to Model may be redundant
+        for _ in range(80):
             residual, J_c = values(q, u, time)[:2]
             if not (np.all(np.isfinite(residual)) and np.all(np.isfinite(J_c))):
                 break
             if np.abs(residual).max() <= 1e-11 * (1.0 + np.abs(q).max()):
                 break
             try:
-                if least_squares:
-                    q[dependent] -= np.linalg.lstsq(J_c[:, dependent], residual.ravel(), rcond=1e-8)[0]
-                else:
-                    q[dependent] -= np.linalg.solve(J_c[:, dependent], residual.ravel())
+                q[dependent] -= np.linalg.lstsq(J_c[:, dependent], residual.ravel(), rcond=1e-8)[0]
             except np.linalg.LinAlgError:
                 break
         else:

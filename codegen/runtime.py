@@ -685,6 +685,35 @@ class CompiledModel:
             return indices
         return indices[index]
 
+    @staticmethod
+    def _worst_condition(condition, limit, batch):
+        """The worst condition estimate (``condition``: one row per point, a
+        column per partition block; NaN: not known, counted as infinite) if it
+        exceeds ``limit``: (point index, block column, estimate, where-text
+        naming how many points exceed it and the worst's batch index), else None."""
+        if condition.size == 0:
+            return None
+        worst = np.nan_to_num(condition, nan=np.inf)
+        index, which = divmod(int(np.argmax(worst)), worst.shape[1])
+        value = worst[index, which]
+        if value <= limit:
+            return None
+        where = ""
+        if batch.shape:
+            count = int(np.sum(np.any(worst > limit, axis=1)))
+            point = tuple(int(i) for i in np.unravel_index(index, batch.shape))
+            where = f" at {count} of {batch.size} points (worst at batch index {point})"
+        return index, which, value, where
+
+    def _dependent_names(self, indices, index, which):
+        """Names of the dependent coordinates (which = 0) or speeds (1) point
+        ``index`` used (``indices``: per point, shared, or None: the default)."""
+        indices = self._point_partition(indices, index)
+        if indices is None:
+            indices = self.dependent_q if which == 0 else self.dependent_u
+        names = self.q_names if which == 0 else self.u_names
+        return [names[i] for i in sorted(int(i) for i in indices)]
+
     def _warn_conditioning(self, condition, batch, dq, du):
         """IllConditionedWarning if a partition block's condition estimate
         (``condition``: one row [J_c P_qd, B_v P_ud] per point) exceeds
@@ -692,28 +721,16 @@ class CompiledModel:
         risk: between log10 and 2 log10 of the estimate (the multiplier form's
         speed-level solve can square it: the four-bar near its flat
         configuration loses 2 log10, a pendulum near horizontal nothing)."""
-        if condition.size == 0:
+        found = self._worst_condition(condition, self.ill_conditioned, batch)
+        if found is None:
             return
-        worst = np.nan_to_num(condition, nan=np.inf)
-        flat = int(np.argmax(worst))
-        value = worst.flat[flat]
-        if value <= self.ill_conditioned:
-            return
-        index, which = divmod(flat, 2)
+        index, which, value, where = found
         if which == 0:
-            indices, names, block = self._point_partition(dq, index), self.q_names, "J_c P_qd"
-            indices = self.dependent_q if indices is None else indices
+            dependent, block = self._dependent_names(dq, index, 0), "J_c P_qd"
             what, keyword = "dependent coordinates", "dependent_q"
         else:
-            indices, names, block = self._point_partition(du, index), self.u_names, "B_v P_ud"
-            indices = self.dependent_u if indices is None else indices
+            dependent, block = self._dependent_names(du, index, 1), "B_v P_ud"
             what, keyword = "dependent speeds", "dependent_u"
-        dependent = [names[i] for i in sorted(int(i) for i in indices)]
-        where = ""
-        if batch.shape:
-            count = int(np.sum(np.any(worst > self.ill_conditioned, axis=1)))
-            point = tuple(int(i) for i in np.unravel_index(index, batch.shape))
-            where = f" at {count} of {batch.size} points (worst at batch index {point})"
         digits = (f"{min(16.0, math.log10(value)):.0f} to {min(16.0, 2 * math.log10(value)):.0f}"
                   if value < 1e300 else "all")
         warnings.warn(IllConditionedWarning(
@@ -942,24 +959,17 @@ class CompiledModel:
     def _warn_multiple_root(self, condition, batch, dq, tol):
         """MultipleRootWarning where complete() stopped at a multiple root of
         f_c: J_c P_qd's condition estimate above MULTIPLE_ROOT / sqrt(tol)."""
-        if condition.size == 0 or self.nc == 0:
+        if self.nc == 0:
             return
         limit = MULTIPLE_ROOT / math.sqrt(max(float(tol), 1e-300))
-        worst = np.nan_to_num(condition, nan=np.inf)
-        index = int(np.argmax(worst))
-        if worst[index] <= limit:
+        found = self._worst_condition(condition.reshape(-1, 1), limit, batch)
+        if found is None:
             return
-        indices = self._point_partition(dq, index)
-        indices = self.dependent_q if indices is None else indices
-        dependent = [self.q_names[i] for i in sorted(int(i) for i in indices)]
-        where = ""
-        if batch.shape:
-            point = tuple(int(i) for i in np.unravel_index(index, batch.shape))
-            where = (f" at {int(np.sum(worst > limit))} of {batch.size} points (worst at batch "
-                     f"index {point})")
+        index, _, value, where = found
         warnings.warn(MultipleRootWarning(
             f"{self.name}: complete converged{where} where J_c P_qd (dependent coordinates "
-            f"{dependent}) is nearly singular (condition estimate {_estimate(worst[index])}): a multiple "
+            f"{self._dependent_names(dq, index, 0)}) is nearly singular (condition estimate "
+            f"{_estimate(value)}): a multiple "
             f"root of f_c, or a point near a singular configuration, where Newton's method "
             f"stops about sqrt(tol) = {math.sqrt(float(tol)):.1e} from the root, so the "
             "dependent coordinates are only that accurate. Check the configuration (a singular "

@@ -1897,12 +1897,9 @@ static int descriptor(disk_workspace *w, double t, const double *q, const double
 {
     enum { CU = NQ, CL = NQ + NU, CMU = NQ + NU + NL, CNU = NQ + NU + NL + NC };
     enum { RS = NQ, RP = NQ + NW, RV = NQ + NW + NC };
-    /* M_qq and M_uu were factorized in place: evaluate them again */
+    /* local_point factorized M_qq in place (M_uu it keeps): evaluate it again */
     evaluate_kinematics(w, t, q, u, r, p);
     zero_at(w->M_qq, zeros_M_qq, 29);
-    evaluate_dynamics(w, t, q, u, r, p);
-    zero_at(w->M_uu, zeros_M_uu, 63);
-    zero_at(w->speed_residual, zeros_speed_residual, 2);
     left_null_projector(NC, NQ, w->rank_c, w->svd_c, w->sigma_c, w->projector_c);
     left_null_projector(NV, NU, w->rank_v, w->svd_v, w->sigma_v, w->projector_v);
     fill_zero(E, NDESC * NDESC);
