@@ -264,8 +264,10 @@ STRAIGHT_LINE_LIMIT = 4000
 
 
 # linearize runs the straight-line solution only after both straight-line rate
-# stages (it reads the LU factors they keep in temporaries)
-STRAIGHT_LINE_REQUIRES = {"solution": ("kinematic_rates", "dynamic_rates")}
+# stages (it reads the LU factors they keep in temporaries); the local chart
+# only after the straight-line solution (it reads its K_c, K_v, A', B')
+STRAIGHT_LINE_REQUIRES = {"solution": ("kinematic_rates", "dynamic_rates"),
+                          "local_chart": ("solution",)}
 
 
 def emit(derivation, progress=None, straight_line_limit=None):

@@ -35,8 +35,10 @@ sizes, and the partition's embedding ``[C_0, C_2]`` is replaced by the
 null-space embedding ``T = [[N_q, 0], [C_1 N_q, N_u]]``; the speed-level
 system is solved through the null space of B_v (minimum-norm multipliers).
 At a regular point where the default partition's straight-line code runs,
-the local form is that solution times the rows of T of the independent
-states, so it costs little more than ``linearize``.
+the local form has a fast path that is a stage here (``local_chart``): the
+chart of the partition itself, orthonormalized (see :func:`_local_chart`). It
+is traced to straight-line code only; without that code (a stage over the
+size limit) the SVD path runs.
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ ARRAYS = {
     "K_c": (("nc",), ("nqi",)), "K_v": (("nv",), ("nq", "nui")),
     "T_q": (("nq",), ("nq",)), "T_u": (("nw",), ("nq",)),
     "A_full": (("nq", "nw"), ("nx",)), "B_full": (("nq", "nw"), ("nr",)),
+    # the local chart at a regular point (transposed: the partition's index
+    # sets select columns)
+    "G_q": (("nqi",), ("nqi",)), "G_u": (("nui",), ("nui",)),
+    "N_qT": (("nqi",), ("nq",)), "N_uT": (("nui",), ("nu",)),
+    "KN": (("nv",), ("nqi",)), "W": (("nui",), ("nqi",)), "minus_T_uqT": (("nqi",), ("nu",)),
+    "HT": (("nx",), ("nx",)), "P": (("nx",), ("nx",)),
+    "A_local": (("nx",), ("nx",)), "B_local": (("nx",), ("nr",)),
 }
 
 # index arrays of a partition and their lengths
@@ -77,6 +86,7 @@ class View:
     col_start: tuple = ()
     cols: tuple | None = None
     index: str | None = None
+    transposed: bool = False   # read as the transpose (straight-line code only)
 
     @property
     def row_count(self):
@@ -144,6 +154,61 @@ class SubtractProduct:
 
 
 @dataclass(frozen=True)
+class Multiply:
+    """``out = a b``."""
+
+    kind = "multiply"
+    out: View
+    a: View
+    b: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Gram:
+    """``out = I + a^T a`` (symmetric positive definite, eigenvalues >= 1)."""
+
+    kind = "gram"
+    out: View
+    a: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Cholesky:
+    """The Cholesky factor L (``matrix = L L^T``) of a matrix made by
+    :class:`Gram`, kept as ``name``: its pivots are at least 1, so it needs
+    no pivoting. PIVOT_REJECTED where the matrix's trace exceeds
+    ``straight_line.GRAM_LIMIT`` (a partition so skewed that the basis made
+    with the factor would lose orthogonality) or a pivot fell below 1/2
+    (rounding)."""
+
+    kind = "cholesky"
+    name: str
+    matrix: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class SolveLower:
+    """``out = L^-1 out`` with the Cholesky factor ``factor``."""
+
+    kind = "solve_lower"
+    factor: str
+    out: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """``out = I`` (a square view)."""
+
+    kind = "identity"
+    out: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class Zero:
     kind = "zero"   # the template macro that lays the step out as loops
     out: View
@@ -180,6 +245,30 @@ class SelectRows:
 
 
 @dataclass(frozen=True)
+class RankCertificate:
+    """PIVOT_REJECTED unless ``matrix`` (rows <= cols) certainly has full row
+    rank at the run-time tolerance: with matrix matrix^T = L L^T (Cholesky),
+    sigma_min >= 1 / ||L^-1||_F and sigma_max <= ||matrix||_F, and the check
+    asks sigma_min / sigma_max > 2 rank_tol of these bounds, with the bounds'
+    ratio below 1e6 (so the Gram matrix's rounding cannot matter). Where it
+    fails the general path decides the rank from the SVD."""
+
+    kind = "rank_certificate"
+    matrix: View
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class LocalOutputs:
+    """The outputs of the local form at a regular point: A = A_local, B =
+    B_local, the embedding T = [[N_q, 0], [C_1 N_q, N_u]], into the caller's
+    arrays, then checked."""
+
+    kind = "local_outputs"
+    what: str = "A, B and T of the local form into the caller's arrays"
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage of a call: the symbolic blocks it evaluates (named in
     Derivation.stages), then its numeric steps."""
@@ -189,6 +278,9 @@ class Stage:
     steps: tuple
     what: str = ""
     results: tuple = ()   # views of the workspace later stages read
+    # arrays this stage reads from the workspace, where the stage before it
+    # left them (not carried values): A_full, B_full of the solution
+    reads_stored: tuple = ()
 
 
 def _kinematic_rates(kinematic_identity):
@@ -268,8 +360,64 @@ def completion_steps(stages):
         speeds=(factor["v"], Solve("v", View("f_v"), what="the step (B_v P_ud)^-1 f_v")))
 
 
+def _local_chart():
+    """The local form at a regular point, from the default partition (DESIGN.md
+    section 3b): C_0 = P_qi - P_qd K_c spans null(J_c), and with C_0^T C_0 =
+    I + K_c^T K_c = L_q L_q^T, N_q = C_0 L_q^-T is an orthonormal basis of it
+    (the Gram-Schmidt orthonormalization of C_0's columns, in the order of the
+    independent coordinates); likewise N_u = C_2 L_u^-T for null(B_v). The
+    minimum-norm C_1 = -B_v^+ J_vq is the partition's -P_ud K_q with its part
+    in null(B_v) removed, so C_1 N_q = -P_ud K_q N_q + N_u W with W = N_u^T
+    P_ud K_q N_q. The independent rows of the embedding T are H, x_p = H x,
+    and A = [N_q^T A'_q; N_u^T A'_u] H, B = [0; N_u^T B'_u] (A', B' of the
+    solution: all coordinates and speeds over the partition's states).
+    Everything is kept transposed, so the partition's index sets select
+    columns. Straight-line code only: without it the general path (SVDs) runs."""
+    K_u_T = View("K_v", col_start=("nq",), cols=("nui",), transposed=True)
+    return (
+        RankCertificate(View("J_c"), what="J_c has full rank"),
+        RankCertificate(View("B_v"), what="B_v has full rank"),
+        Gram(View("G_q"), View("K_c"), what="G_q = C_0^T C_0 = I + K_c^T K_c"),
+        Cholesky("chart_q", View("G_q"), what="G_q = L_q L_q^T"),
+        Identity(View("N_qT", index="independent_q")),
+        Copy(View("N_qT", index="dependent_q"), View("K_c", transposed=True), negate=True,
+             what="C_0^T"),
+        SolveLower("chart_q", View("N_qT"), what="N_q^T = L_q^-1 C_0^T"),
+        Gram(View("G_u"), K_u, what="G_u = C_2^T C_2 = I + K_u^T K_u"),
+        Cholesky("chart_u", View("G_u"), what="G_u = L_u L_u^T"),
+        Identity(View("N_uT", index="independent_u")),
+        Copy(View("N_uT", index="dependent_u"), K_u_T, negate=True, what="C_2^T"),
+        SolveLower("chart_u", View("N_uT"), what="N_u^T = L_u^-1 C_2^T"),
+        Multiply(View("KN"), K_q, View("N_qT", transposed=True), what="K_q N_q"),
+        Multiply(View("W"), View("N_uT", index="dependent_u"), View("KN"),
+                 what="W = N_u^T P_ud K_q N_q"),
+        Zero(View("minus_T_uqT")),
+        Copy(View("minus_T_uqT", index="dependent_u"), View("KN", transposed=True),
+             what="(P_ud K_q N_q)^T"),
+        SubtractProduct(View("minus_T_uqT"), View("W", transposed=True), View("N_uT"),
+                        what="-(C_1 N_q)^T = (P_ud K_q N_q - N_u W)^T"),
+        Copy(View("HT", rows=("nqi",), cols=("nqi",)), View("N_qT", index="independent_q"),
+             what="H^T: the independent rows of T, transposed"),
+        Zero(View("HT", row_start=("nqi",), rows=("nui",), cols=("nqi",))),
+        Copy(View("HT", rows=("nqi",), col_start=("nqi",), cols=("nui",)),
+             View("minus_T_uqT", index="independent_u"), negate=True),
+        Copy(View("HT", row_start=("nqi",), rows=("nui",), col_start=("nqi",), cols=("nui",)),
+             View("N_uT", index="independent_u")),
+        Multiply(View("P", rows=("nqi",)), View("N_qT"), View("A_full", rows=("nq",)),
+                 what="N_q^T A'_q"),
+        Multiply(View("P", row_start=("nqi",), rows=("nui",)), View("N_uT"),
+                 View("A_full", row_start=("nq",), rows=("nu",)), what="N_u^T A'_u"),
+        Multiply(View("A_local"), View("P"), View("HT", transposed=True), what="A = P H"),
+        Zero(View("B_local", rows=("nqi",))),
+        Multiply(View("B_local", row_start=("nqi",), rows=("nui",)), View("N_uT"),
+                 View("B_full", row_start=("nq",), rows=("nu",)), what="B = [0; N_u^T B'_u]"),
+        LocalOutputs(),
+    )
+
+
 def procedure(kinematic_identity):
-    """The stages of a call of linearize, in order. state_derivative runs the
+    """The stages of a call of linearize, in order (then ``local_chart``, which
+    only linearize_local runs, after the solution). state_derivative runs the
     first four; complete_point the first two."""
     return (
         Stage("residuals", "residuals", (), "the constraint residuals f_c, f_v"),
@@ -280,4 +428,7 @@ def procedure(kinematic_identity):
               results=(View("ud"),)),
         Stage("jacobians", "jacobians", (), "the Jacobian blocks at (q, qd*, u, ud*, r, t)"),
         Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
+        Stage("local_chart", None, _local_chart(),
+              "the local form at a regular point, from the default partition",
+              reads_stored=("A_full", "B_full")),
     )

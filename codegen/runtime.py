@@ -198,10 +198,15 @@ class CompiledModel:
                     len(dependent_q), len(dependent_u))
         if expected != (self.nq, self.nu, self.nr, self.np, self.nc, self.nv):
             raise ImportError(f"generated module {name!r}: kernel and metadata disagree; rebuild it")
-        if not hasattr(kernel, "linearize_local"):
+        missing = [f for f in ("linearize_local", "constraint_singular_values")
+                   if not hasattr(kernel, f)]
+        if missing:
             raise ImportError(f"generated module {name!r} was built by an older codegen (its kernel "
-                              f"has no linearize_local); rebuild it: python -m codegen build "
+                              f"has no {missing[0]}); rebuild it: python -m codegen build "
                               f"{name} --force (or codegen.build(model, force=True))")
+        # linearize_local's batches: the size of the local state the last batch
+        # had throughout (a guess for the next; nx unless constraints are redundant)
+        self._local_width = self.nx
         # condition estimate of a partition block above which IllConditionedWarning
         # is raised: the C estimates it where a pivot is below CONDITION_RTOL
         # times the Jacobian's largest entry (the straight-line code's pivots above
@@ -758,7 +763,7 @@ class CompiledModel:
         ((nq - rank_c) + (nu - rank_v) states). Arguments, batches, ``tol``
         and ``threads`` as for :meth:`linearize`. Where the ranks differ
         within a batch, the arrays are padded with NaN (see
-        :class:`LocalLinearization`).
+        :class:`LocalLinearization`, also for which bases N_q, N_u are).
         """
         self._check_tol(tol)
         threads = self._check_threads(threads)
@@ -777,17 +782,47 @@ class CompiledModel:
                     sigma_v=sigma[self.nc:], rank_tol=reported_tol)
         batch = self._batch(q, u, r, p, t)
         n, ns, nr = batch.size, self.nq + self.nu, self.nr
-        A, B, T = np.empty((n, ns * ns)), np.empty((n, ns * nr)), np.empty((n, ns * ns))
-        ranks = np.empty((n, 2), dtype=np.intc)
-        sigma = np.empty((n, self.nc + self.nv))
         a = batch.arrays
-        status, index = run_batch(self._kernel.linearize_local, n,
-                                  (a["t"], a["q"], a["u"], a["r"], a["p"]), (rtol, tolerance),
-                                  (A, B, T, ranks, sigma), threads, self.operation_count)
+        inputs = (a["t"], a["q"], a["u"], a["r"], a["p"])
+        ranks = np.empty((n, 2), dtype=np.intc)
+        # first compactly, every point of the size of the last uniform batch
+        # (one buffer: A, B, T of a point side by side); where a point's size
+        # differs, again with rows of the largest size
+        k = self._local_width
+        results = np.empty((n, k * k + k * nr + ns * k))
+        status, index = run_batch(self._kernel.linearize_local, n, inputs, (rtol, tolerance, k),
+                                  (results, ranks, None), threads, self.operation_count)
+        if status == self._kernel.NONUNIFORM:
+            results = np.empty((n, ns * ns + ns * nr + ns * ns))
+            status, index = run_batch(self._kernel.linearize_local, n, inputs,
+                                      (rtol, tolerance, -1), (results, ranks, None), threads,
+                                      self.operation_count)
+            k = ns
         if status != OK:
             self._raise(status, index, batch, tol=tol, partitioned=False)
-        return LocalLinearization._from_kernel(self, batch.shape, A, B, T, ranks, sigma,
-                                               reported_tol)
+        A, B, T = results[:, :k * k], results[:, k * k:k * (k + nr)], results[:, k * (k + nr):]
+        result = LocalLinearization._from_kernel(self, batch.shape, A, B, T, ranks,
+                                                 self._singular_values(batch, rtol), reported_tol)
+        if result.uniform and n:
+            self._local_width = int(result.nx)
+        return result
+
+    def _singular_values(self, batch, rtol):
+        """A function giving (n, nc + nv) singular values of J_c and B_v of the
+        batch's points, computed when first asked for (from a copy of the
+        points: the caller may change its arrays)."""
+        a = {key: None if value is None else np.array(value) for key, value in batch.arrays.items()}
+        n, kernel = batch.size, self._kernel
+
+        def compute():
+            sigma = np.empty((n, self.nc + self.nv))
+            status, index = run_batch(kernel.constraint_singular_values, n,
+                                      (a["t"], a["q"], a["u"], a["p"]), (rtol,), (sigma,))
+            if status != OK:   # the same points linearize_local accepted
+                raise EvaluationError(f"singular values of J_c and B_v at point {index}: "
+                                      f"{kernel.status_message(status)}")
+            return sigma
+        return compute
 
     def linearize_descriptor(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8,
                              threads=None):
@@ -1339,8 +1374,16 @@ class LocalLinearization:
     T = [[N_q, 0], [C_1 N_q, N_u]]; ``rank_c``, ``rank_v``: the ranks of J_c
     and B_v; ``dof = nu - rank_v`` (degrees of freedom: independent speeds);
     ``nx = (nq - rank_c) + (nu - rank_v)``; ``sigma_c``, ``sigma_v``: the
-    singular values of J_c and B_v (descending); ``rank_tol``: the relative
+    singular values of J_c and B_v (descending; for a batch computed when
+    first read, from a copy of the points); ``rank_tol``: the relative
     tolerance that decided the ranks.
+
+    The bases: where the model's default partition is well conditioned and
+    both ranks are certainly full, N_q and N_u are the Gram-Schmidt
+    orthonormalization of the partition's independent directions (C_0 =
+    d q / d q_i and C_2, in the order of the independent coordinates and
+    speeds), which varies smoothly along a path; elsewhere they come from the
+    SVDs of J_c and B_v. Both are orthonormal bases of the same spaces.
 
     Batches: where every point has the same ranks (``uniform``), the arrays
     stack along the batch axes (A: ``batch + (nx, nx)``) and the ranks are
@@ -1353,17 +1396,39 @@ class LocalLinearization:
     the batch shape. ``point(i)`` gives the result of one point, trimmed.
     """
 
-    def __init__(self, *, A, B, N_q, N_u, embedding, rank_c, rank_v, dof, nx, sigma_c,
-                 sigma_v, rank_tol, uniform=True, shape=()):
+    def __init__(self, *, A, B, N_q, N_u, embedding, rank_c, rank_v, dof, nx, rank_tol,
+                 sigma_c=None, sigma_v=None, singular_values=None, uniform=True, shape=()):
+        """``singular_values``: instead of sigma_c and sigma_v, a function
+        giving them, called when they are first asked for."""
         self.A, self.B, self.N_q, self.N_u, self.embedding = A, B, N_q, N_u, embedding
         self.rank_c, self.rank_v, self.dof, self.nx = rank_c, rank_v, dof, nx
-        self.sigma_c, self.sigma_v, self.rank_tol = sigma_c, sigma_v, rank_tol
+        self._sigma, self._singular_values = None, singular_values
+        if singular_values is None:
+            self._sigma = (sigma_c, sigma_v)
+        self.rank_tol = rank_tol
         self.uniform, self.shape = uniform, shape
+
+    def _sigmas(self):
+        if self._sigma is None:     # computed once, when first asked for
+            self._sigma = self._singular_values()
+            self._singular_values = None
+        return self._sigma
+
+    @property
+    def sigma_c(self):
+        """The singular values of J_c (descending), per point."""
+        return self._sigmas()[0]
+
+    @property
+    def sigma_v(self):
+        """The singular values of B_v (descending), per point."""
+        return self._sigmas()[1]
 
     @classmethod
     def _from_kernel(cls, model, shape, A, B, T, ranks, sigma, rank_tol):
         """From the kernel's rows (each point's A, B, T packed with its own nx
-        in a row of the largest size; ranks (n, 2); sigma (n, nc + nv))."""
+        in a row at least that large; ranks (n, 2); sigma: a function giving
+        the (n, nc + nv) singular values, called when they are asked for)."""
         nq, nu, nr, ns = model.nq, model.nu, model.nr, model.nq + model.nu
         n = math.prod(shape)
         uniform = n == 0 or bool(np.all(ranks == ranks[0]))
@@ -1407,10 +1472,13 @@ class LocalLinearization:
             counts = dict(rank_c=rank_c, rank_v=rank_v, dof=nu - rank_v,
                           nx=(nq - rank_c) + (nu - rank_v))
             counts = {key: value.reshape(shape) for key, value in counts.items()}
+        def singular_values():
+            values = sigma()
+            return batch(values[:, :model.nc]), batch(values[:, model.nc:])
+
         return cls(A=batch(A_out), B=batch(B_out), N_q=batch(N_q), N_u=batch(N_u),
-                   embedding=batch(T_out), sigma_c=batch(sigma[:, :model.nc]),
-                   sigma_v=batch(sigma[:, model.nc:]), rank_tol=rank_tol, uniform=uniform,
-                   shape=shape, **counts)
+                   embedding=batch(T_out), singular_values=singular_values, rank_tol=rank_tol,
+                   uniform=uniform, shape=shape, **counts)
 
     def point(self, index):
         """The result at one point of the batch (``index``: a tuple of batch
@@ -1426,7 +1494,8 @@ class LocalLinearization:
             A=self.A[index][:nx, :nx], B=self.B[index][:nx], N_q=self.N_q[index][:, :ny],
             N_u=self.N_u[index][:, :dof], embedding=self.embedding[index][:, :nx],
             rank_c=int(at(self.rank_c)), rank_v=int(at(self.rank_v)), dof=dof, nx=nx,
-            sigma_c=self.sigma_c[index], sigma_v=self.sigma_v[index], rank_tol=self.rank_tol)
+            singular_values=lambda: (self.sigma_c[index], self.sigma_v[index]),
+            rank_tol=self.rank_tol)
 
     def __repr__(self):
         where = f"batch of shape {self.shape}, " if self.shape else ""

@@ -41,8 +41,7 @@ import numpy as np
 from sympy.printing.pycode import PythonCodePrinter
 
 from .partition import complement
-from .procedure import (ARRAYS, CheckFinite, Copy, Factor, SelectRows, Solve, SubtractProduct,
-                        Zero)
+from .procedure import ARRAYS, Factor, Solve, View
 
 
 @dataclass(frozen=True)
@@ -74,9 +73,13 @@ def _temps(values):
 class Operation:
     """One record of the trace. ``op`` names the template macro that lays it out:
 
-    define       ``name = expr(args)``, expr in neg, mul, sub, sub_mul (c - a b), reciprocal
+    define       ``name = expr(args)``, expr in neg, mul, sub, sub_mul (c - a b), add,
+                 add_mul (c + a b), reciprocal, sqrt
     scale        the largest absolute value of ``initial`` and ``entries`` (of factor ``label``)
     check_pivot  return PIVOT_REJECTED unless ``pivot`` passes against the scale and ``others``
+    check_rank   return PIVOT_REJECTED unless ``args`` (||L^-1||_F^2, ||J||_F^2) certify full rank
+    check_positive return PIVOT_REJECTED unless ``pivot`` > ``initial`` * ``value`` (before a square root)
+    check_at_most return PIVOT_REJECTED unless ``pivot`` <= ``initial``
     reject       return PIVOT_REJECTED (a structurally zero pivot)
     store        ``array[index] = value`` (workspace array, or the caller's if ``output``)
     check_finite NONFINITE_RESULT unless the workspace array's ``count`` entries are finite
@@ -103,6 +106,11 @@ class Operation:
 
     def uses(self):
         return _temps(self.args + self.entries + self.others + (self.pivot, self.value))
+
+
+# the largest trace of I + K^T K (K: a partition's K_c or K_u) the local
+# chart's fast path accepts: its basis is orthonormal to about 1e-16 times it
+GRAM_LIMIT = 1e4
 
 
 class OverLimit(Exception):
@@ -181,6 +189,36 @@ class Trace:
             return 1.0 / a
         return self._new("reciprocal", a)
 
+    def sqrt(self, a):
+        if _is_const(a):
+            return math.sqrt(a)
+        return self._new("sqrt", a)
+
+    def dot(self, pairs, start=0.0):
+        """start + the sum of a * b over the pairs, left to right"""
+        total = start
+        for a, b in pairs:
+            total = self.add_mul(total, a, b)
+        return total
+
+    def add_mul(self, c, a, b):
+        """c + a * b"""
+        if a == 0.0 or b == 0.0:
+            return c
+        if _is_const(a) and _is_const(b):
+            return self.sub(c, -(a * b))
+        if a == -1.0:
+            return self.sub(c, b)
+        if b == -1.0:
+            return self.sub(c, a)
+        if c == 0.0:
+            return self.mul(a, b)
+        if a == 1.0 and not _is_const(b):
+            return self._new("add", c, b)
+        if b == 1.0 and not _is_const(a):
+            return self._new("add", c, a)
+        return self._new("add_mul", c, a, b)
+
     def sections(self, count, first_slot):
         """The operations of each section: only definitions something uses; a
         value a later section uses is stored in a carried slot of the workspace
@@ -223,6 +261,37 @@ class Trace:
             if o.op == "define":
                 result[o.section].extend(stores_after.get(o.name, ()))
         return result, len(carried)
+
+
+def diagonal_sum(trace, a):
+    """The sum of the diagonal of the traced square matrix a."""
+    total = 0.0
+    for i in range(len(a)):
+        total = trace.add_mul(total, 1.0, a[i][i])
+    return total
+
+
+def traced_cholesky(trace, a, check):
+    """(L, the reciprocals of L's diagonal) of the symmetric traced matrix a
+    (its lower triangle is read), row by row. ``check(pivot)`` records the
+    check a pivot passes before its square root, or returns False (then the
+    factorization stops: None) where it cannot pass."""
+    n = len(a)
+    low = [[0.0] * n for _ in range(n)]
+    inverse = [0.0] * n
+    for i in range(n):
+        for j in range(i + 1):
+            value = a[i][j]
+            for k in range(j):
+                value = trace.sub_mul(value, low[i][k], low[j][k])
+            if i == j:
+                if not check(value):
+                    return None
+                low[i][i] = trace.sqrt(value)
+                inverse[i] = trace.reciprocal(low[i][i])
+            else:
+                low[i][j] = trace.mul(value, inverse[j])
+    return low, inverse
 
 
 def choose_pivots(samples):
@@ -425,6 +494,8 @@ class StraightLine:
         factors = dict(self.factors)
         try:
             self.results = stage.results
+            for name in stage.reads_stored:
+                self._read_stored(name)
             for step in stage.steps:
                 getattr(self, "_" + type(step).__name__)(step)
             self._store_results()
@@ -454,9 +525,12 @@ class StraightLine:
     def read(self, view):
         matrix = self.values[view.array]
         rows, cols = self._rows_cols(view)
+        if view.transposed:
+            return [[matrix[i][j] for i in rows] for j in cols]
         return [[matrix[i][j] for j in cols] for i in rows]
 
     def write(self, view, rows_of_values):
+        assert not view.transposed, "a transposed view is read only"
         if view.array not in self.values:
             rows, cols = ARRAYS[view.array]
             self.values[view.array] = [[0.0] * self._size(cols) for _ in range(self._size(rows))]
@@ -465,6 +539,21 @@ class StraightLine:
         for i, row in zip(rows, rows_of_values):
             for j, value in zip(cols, row):
                 matrix[i][j] = value
+
+    def _read_stored(self, name):
+        """A_full or B_full as the solution's straight-line code left them in
+        the workspace: the rows of the independent states in A (B), the others
+        in A_full (B_full); exact constants stay constants."""
+        reduced = {"A_full": "A", "B_full": "B"}[name]
+        width = len(self.values[name][0]) if self.values[name] else 0
+        nq = self.sizes["nq"]
+        independent = self.index["independent_q"] + [nq + i for i in self.index["independent_u"]]
+        state = {row: k for k, row in enumerate(independent)}
+        self.values[name] = [
+            [x if _is_const(x) else (Element(reduced, state[i] * width + j) if i in state
+                                     else Element(name, i * width + j))
+             for j, x in enumerate(row)]
+            for i, row in enumerate(self.values[name])]
 
     # -- steps -------------------------------------------------------------------
     def _Factor(self, step):
@@ -493,6 +582,121 @@ class StraightLine:
                 for j in range(len(row)):
                     row[j] = self.trace.sub_mul(row[j], a[i][k], b[k][j])
         self.write(step.out, result)
+
+    def _Multiply(self, step):
+        a, b = self.read(step.a), self.read(step.b)
+        t = self.trace
+        rows, cols = self._rows_cols(step.out)
+        self.write(step.out, [[t.dot((row[k], b[k][j]) for k in range(len(b)))
+                               for j in range(len(cols))] for row in a])
+
+    def _Gram(self, step):
+        a, t = self.read(step.a), self.trace
+        n = len(self._rows_cols(step.a)[1])   # also without rows
+        gram = [[0.0] * n for _ in range(n)]
+        for i in range(n):
+            for j in range(i + 1):
+                gram[i][j] = gram[j][i] = t.dot(((row[i], row[j]) for row in a),
+                                                1.0 if i == j else 0.0)
+        self.write(step.out, gram)
+
+    def _Cholesky(self, step):
+        """The lower factor, row by row; a pivot is at least 1 (see Cholesky).
+        The trace bounds the condition number of the matrix (its eigenvalues
+        are at least 1), and so the loss of orthogonality of the basis made
+        with the factor (about DBL_EPSILON times it): above GRAM_LIMIT the
+        general path (SVDs) runs."""
+        a, t = self.read(step.matrix), self.trace
+        trace = diagonal_sum(t, a)
+        if not _is_const(trace):
+            t.record("check_at_most", pivot=trace, initial=GRAM_LIMIT)
+
+        def check(pivot):
+            # at least 1 exactly; far below it only where rounding ruined the
+            # factorization (then the general path)
+            if not _is_const(pivot):
+                t.record("check_positive", pivot=pivot, value=1.0, initial=0.5)
+            return True
+
+        self.factors[step.name] = traced_cholesky(t, a, check)
+
+    def _SolveLower(self, step):
+        low, inverse = self.factors[step.factor]
+        b, t = self.read(step.out), self.trace
+        for i in range(len(b)):
+            for k in range(i):
+                b[i] = [t.sub_mul(x, low[i][k], y) for x, y in zip(b[i], b[k])]
+            b[i] = [t.mul(x, inverse[i]) for x in b[i]]
+        self.write(step.out, b)
+
+    def _Identity(self, step):
+        rows, cols = self._rows_cols(step.out)
+        self.write(step.out, [[1.0 if i == j else 0.0 for j in range(len(cols))]
+                              for i in range(len(rows))])
+
+    def _RankCertificate(self, step):
+        a, t = self.read(step.matrix), self.trace
+        rows, cols = len(a), len(a[0]) if a else 0
+        if rows == 0:
+            return
+        if rows > cols:
+            t.record("reject")
+            return
+        gram = [[t.dot(zip(a[i], a[j])) for j in range(i + 1)] for i in range(rows)]
+        norm = diagonal_sum(t, gram)   # ||J||_F^2, the trace of J J^T
+
+        def check(pivot):
+            if _is_const(pivot) and pivot <= 0.0:
+                t.record("reject")   # a structurally zero row
+                return False
+            # below 1e-12 ||J||_F^2 the bounds' ratio exceeds 1e6 (the check
+            # below fails anyway): leave before the square root
+            t.record("check_positive", pivot=pivot, value=norm, initial=1e-12)
+            return True
+
+        factor = traced_cholesky(t, gram, check)
+        if factor is None:
+            return
+        low, inverse = factor
+        # ||L^-1||_F^2: the columns of L^-1 by forward substitution
+        inverse_norm = 0.0
+        for j in range(rows):
+            column = [0.0] * rows
+            column[j] = inverse[j]
+            for i in range(j + 1, rows):
+                value = 0.0
+                for k in range(j, i):
+                    value = t.sub_mul(value, low[i][k], column[k])
+                column[i] = t.mul(value, inverse[i])
+            inverse_norm = t.dot(((x, x) for x in column[j:]), inverse_norm)
+        t.record("check_rank", args=(inverse_norm, norm))
+
+    def _LocalOutputs(self, step):
+        """A, B and T = [[N_q, 0], [C_1 N_q, N_u]] into the caller's arrays
+        (row-major, NX columns; B: NR), then checked."""
+        t = self.trace
+        nqi, nui = self.sizes["nqi"], self.sizes["nui"]
+        nx, nr = nqi + nui, self.sizes["nr"]
+        N_q = self.read(replace(self._view("N_qT"), transposed=True))
+        N_u = self.read(replace(self._view("N_uT"), transposed=True))
+        C_1N_q = [[t.neg(x) for x in row]
+                  for row in self.read(replace(self._view("minus_T_uqT"), transposed=True))]
+        embedding = [row + [0.0] * nui for row in N_q] + [a + b for a, b in zip(C_1N_q, N_u)]
+        outputs = []
+        for target, matrix, width in (("A", self.values["A_local"], nx),
+                                      ("B", self.values["B_local"], nr),
+                                      ("T", embedding, nx)):
+            if not width:
+                continue
+            for i, row in enumerate(matrix):
+                for j, value in enumerate(row):
+                    t.record("store", array=target, output=True, index=i * width + j, value=value)
+            outputs.append((target, len(matrix) * width))
+        t.record("check_outputs", outputs=tuple(outputs))
+
+    @staticmethod
+    def _view(name):
+        return View(name)
 
     def _Zero(self, step):
         rows, cols = self._rows_cols(step.out)

@@ -189,7 +189,17 @@ def test_every_static_pivot_is_checked_before_it_divides(disk_sources):
     reciprocals = [(k, m.group(1)) for k, line in enumerate(lines)
                    for m in [re.match(r"\s*const double v\d+ = 1\.0 / (.+);$", line)] if m]
     assert reciprocals
-    for k, pivot in reciprocals:
+    # the local chart's Cholesky factors: 1 / sqrt(d), d checked positive first
+    roots = {m.group(1): (k, m.group(2)) for k, line in enumerate(lines)
+             for m in [re.match(r"\s*const double (v\d+) = sqrt\((.+)\);$", line)] if m}
+    assert roots
+    for k, root in reciprocals:
+        if root not in roots:
+            continue
+        at, square = roots[root]
+        checks = [line for line in lines[:at] if re.match(rf"\s*if \(!\({square} > ", line)]
+        assert checks and "return PIVOT_REJECTED;" in checks[-1], square
+    for k, pivot in [(k, pivot) for k, pivot in reciprocals if pivot not in roots]:
         # the partition blocks' pivots pass the stricter CONDITION_RTOL
         checks = [line for line in lines[:k] if f"if (!(fabs({pivot}) > SINGULAR_RTOL" in line
                   or f"if (!(fabs({pivot}) > CONDITION_RTOL" in line]

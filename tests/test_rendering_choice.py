@@ -25,7 +25,7 @@ from codegen.models import fourbar
 from codegen.pipeline import build_artifact
 
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
-NUMERIC_STAGES = ("kinematic_rates", "dynamic_rates", "solution")
+NUMERIC_STAGES = ("kinematic_rates", "dynamic_rates", "solution", "local_chart")
 
 
 def cc():
@@ -58,7 +58,8 @@ def test_many_loop_fourbar_gets_looped_code(fourbar16_sources, tmp_path):
     (M_qq diagonal) stays straight-line. The C compiles strictly."""
     sources = fourbar16_sources
     kinds = {stage: kind for stage, (kind, _) in sources.renderings.items()}
-    assert kinds == {"kinematic_rates": "straight-line", "dynamic_rates": "looped", "solution": "looped"}
+    assert kinds == {"kinematic_rates": "straight-line", "dynamic_rates": "looped", "solution": "looped",
+                     "local_chart": "looped"}   # the local form: its SVD path
     c_text = sources.files["fourbar16.c"]
     assert straight_line_functions(c_text) == {"kinematic_rates"}
     assert "place_state_rows" not in c_text    # used only by the straight-line solution
@@ -78,6 +79,7 @@ def test_a_stage_over_the_limit_is_looped_and_what_needs_it_too(disk_model):
     sources = emit(derivation, straight_line_limit=100)
     assert straight_line_functions(sources.files["disk.c"]) == {"kinematic_rates", "dynamic_rates"}
     assert sources.renderings["solution"][0] == "looped"
+    assert "solution" in sources.renderings["local_chart"][1]
     sources = emit(derivation, straight_line_limit=50)
     assert straight_line_functions(sources.files["disk.c"]) == {"kinematic_rates"}
     assert "dynamic_rates" in sources.renderings["solution"][1]
@@ -117,6 +119,16 @@ def test_straight_line_and_looped_renderings_agree_on_the_fourbar(tmp_path, monk
               fourbar.general(parameters, loops=2),
               fourbar.general(parameters, loops=2, phi=2.6, omega=-1.3)]
     _compare(straight, looped, points)
+    # the local form: the partition's chart (straight-line) against the SVD
+    # path (looped): other orthonormal bases of the same spaces, the same A
+    for q, u in points:
+        fast, general = straight.linearize_local(q, u), looped.linearize_local(q, u)
+        R_q, R_u = general.N_q.T @ fast.N_q, general.N_u.T @ fast.N_u
+        R = np.block([[R_q, np.zeros((R_q.shape[0], R_u.shape[1]))],
+                      [np.zeros((R_u.shape[0], R_q.shape[1])), R_u]])
+        np.testing.assert_allclose(R.T @ R, np.eye(R.shape[0]), atol=1e-10)
+        np.testing.assert_allclose(fast.A, R.T @ general.A @ R, rtol=0,
+                                   atol=1e-10 * max(1.0, np.abs(general.A).max()))
 
 
 def test_looped_solution_after_straight_line_rates_agrees_on_the_disk(disk, tmp_path, monkeypatch):

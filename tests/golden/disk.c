@@ -270,13 +270,16 @@ static void add_product(int rows, int inner, int cols, double alpha, const doubl
    last cols - rows zero for a wide matrix) and the columns of v beyond the
    rank span the null space. Accuracy: a few ulps of sigma[0] (a column below
    DBL_EPSILON times the matrix's Frobenius norm is left as it is: zero);
-   sweeps until no pair of columns needs a rotation (at most 60). */
+   sweeps until no pair of columns needs a rotation (at most 60). v may be
+   NULL: the singular values only. */
 static void jacobi_svd(int rows, int cols, double *g, double *v, double *sigma)
 {
     int i, j, k, sweep;
     double negligible = 0.0;   /* columns this small (squared) count as zero */
-    fill_zero(v, cols * cols);
-    for (k = 0; k < cols; ++k) v[k * cols + k] = 1.0;
+    if (v) {
+        fill_zero(v, cols * cols);
+        for (k = 0; k < cols; ++k) v[k * cols + k] = 1.0;
+    }
     for (k = 0; k < rows * cols; ++k) negligible += g[k] * g[k];
     negligible *= DBL_EPSILON * DBL_EPSILON;
     for (sweep = 0; sweep < 60; ++sweep) {
@@ -305,7 +308,7 @@ static void jacobi_svd(int rows, int cols, double *g, double *v, double *sigma)
                     g[k * cols + i] = c * a - s * b;
                     g[k * cols + j] = s * a + c * b;
                 }
-                for (k = 0; k < cols; ++k) {
+                for (k = 0; v && k < cols; ++k) {
                     const double a = v[k * cols + i], b = v[k * cols + j];
                     v[k * cols + i] = c * a - s * b;
                     v[k * cols + j] = s * a + c * b;
@@ -333,7 +336,7 @@ static void jacobi_svd(int rows, int cols, double *g, double *v, double *sigma)
             g[k * cols + i] = g[k * cols + largest];
             g[k * cols + largest] = swap;
         }
-        for (k = 0; k < cols; ++k) {
+        for (k = 0; v && k < cols; ++k) {
             const double swap = v[k * cols + i];
             v[k * cols + i] = v[k * cols + largest];
             v[k * cols + largest] = swap;
@@ -355,8 +358,10 @@ static void wide_svd(int rows, int cols, const double *a, double *g, double *v, 
     int i, j, k;
     for (i = 0; i < rows; ++i)
         for (j = 0; j < cols; ++j) x[j * rows + i] = a[i * cols + j];
-    fill_zero(v, cols * cols);
-    for (k = 0; k < cols; ++k) v[k * cols + k] = 1.0;
+    if (v) {
+        fill_zero(v, cols * cols);
+        for (k = 0; k < cols; ++k) v[k * cols + k] = 1.0;
+    }
     for (k = 0; k < rows; ++k) {
         /* the reflector I - 2 h h^T / (h^T h) that zeros x[k+1:, k] */
         double norm = 0.0, alpha, hh;
@@ -373,7 +378,7 @@ static void wide_svd(int rows, int cols, const double *a, double *g, double *v, 
             dot *= 2.0 / hh;
             for (i = k; i < cols; ++i) x[i * rows + j] -= dot * x[i * rows + k];
         }
-        for (j = 0; j < cols; ++j) {       /* v = v H_k: Q = H_0 H_1 ... */
+        for (j = 0; v && j < cols; ++j) {  /* v = v H_k: Q = H_0 H_1 ... */
             double dot = 0.0;
             for (i = k; i < cols; ++i) dot += v[j * cols + i] * x[i * rows + k];
             dot *= 2.0 / hh;
@@ -387,6 +392,11 @@ static void wide_svd(int rows, int cols, const double *a, double *g, double *v, 
         for (j = 0; j < rows; ++j) g[i * cols + j] = j <= i ? x[j * rows + i] : 0.0;
     for (i = 0; i < rows; ++i)
         for (j = 0; j < rows; ++j) small[i * rows + j] = g[i * cols + j];
+    if (!v) {   /* the singular values only */
+        jacobi_svd(rows, rows, small, 0, sigma);
+        for (j = rows; j < cols; ++j) sigma[j] = 0.0;
+        return;
+    }
     {
         double *w_small = small + rows * rows, *row = w_small + rows * rows;
         jacobi_svd(rows, rows, small, w_small, sigma);
@@ -414,6 +424,22 @@ static int numerical_rank(const double *sigma, int count, int limit, double rtol
     if (count == 0 || !(sigma[0] > 0.0)) return 0;
     while (rank < count && rank < limit && sigma[rank] > rtol * sigma[0]) ++rank;
     return rank;
+}
+
+/* The singular values of a (rows x cols) into sigma (cols of them, the same
+   numbers wide_svd and jacobi_svd give) and the numerical rank; scratch as
+   for wide_svd, and rows * cols doubles more. */
+static int singular_values(int rows, int cols, const double *a, double *sigma, double rtol,
+                           double *scratch)
+{
+    int i;
+    if (rows <= cols) {
+        wide_svd(rows, cols, a, scratch, 0, sigma, scratch + rows * cols);
+    } else {
+        for (i = 0; i < rows * cols; ++i) scratch[i] = a[i];
+        jacobi_svd(rows, cols, scratch, 0, sigma);
+    }
+    return numerical_rank(sigma, cols, rows, rtol);
 }
 
 /* x (cols x m, stride ldx) = A^+ b for b (rows x m, stride ldb) and the SVD
@@ -1146,6 +1172,9 @@ static int straight_line_solution(disk_workspace *w, double *A, double *B, doubl
     if (fabs(w->J_c[5]) > scale_c) scale_c = fabs(w->J_c[5]);
     if (fabs(w->J_c[1]) > scale_c) scale_c = fabs(w->J_c[1]);
     if (!(fabs(w->J_c[5]) > CONDITION_RTOL * scale_c)) return PIVOT_REJECTED;
+    const double v81 = 1.0 / w->J_c[5];
+    const double v82 = w->J_c[1] * v81;
+    w->carried[69] = v82;
     double scale_v = 0.0;
     if (fabs(w->B_v[3]) > scale_v) scale_v = fabs(w->B_v[3]);
     if (fabs(w->B_v[10]) > scale_v) scale_v = fabs(w->B_v[10]);
@@ -1160,10 +1189,15 @@ static int straight_line_solution(disk_workspace *w, double *A, double *B, doubl
     if (!(fabs(w->B_v[17]) > CONDITION_RTOL * scale_v)) return PIVOT_REJECTED;
     const double v85 = 1.0 / w->B_v[17];
     const double v86 = w->J_vq[14] * v85;
+    w->carried[70] = v86;
     const double v87 = w->B_v[13] * v85;
+    w->carried[71] = v87;
     const double v88 = w->B_v[6] * v84;
+    w->carried[72] = v88;
     const double v89 = w->J_vq[2] * v83;
+    w->carried[73] = v89;
     const double v90 = w->B_v[1] * v83;
+    w->carried[74] = v90;
     const double v91 = w->A_uq[38] - w->A_uu[41] * v86;
     const double v92 = w->A_uq[44] - w->A_uu[45] * v89;
     const double v93 = v92 - w->A_uu[47] * v86;
@@ -1633,6 +1667,17 @@ static int constraint_svds(disk_workspace *w, double rtol)
     return DISK_OK;
 }
 
+/* The singular values of J_c and B_v (evaluated) and their ranks, without
+   the SVDs' vectors: the same numbers as constraint_svds */
+static void constraint_singular_values(disk_workspace *w, double rtol)
+{
+    zero_at(w->J_c, zeros_J_c, 4);
+    zero_at(w->J_vq, zeros_J_vq, 16);
+    zero_at(w->B_v, zeros_B_v, 12);
+    w->rank_c = singular_values(NC, NQ, w->J_c, w->sigma_c, rtol, w->scratch);
+    w->rank_v = singular_values(NV, NU, w->B_v, w->sigma_v, rtol, w->scratch);
+}
+
 /*
  * The speed-level system M_uu [ud; lambda] = [r_a; r_d] by the null space of
  * B_v: its first NV rows (the acceleration constraints) are B_v ud = r_a, so
@@ -1792,41 +1837,332 @@ static int local_solution(disk_workspace *w, double *A, double *B, double *T)
     return local_outputs(w, ny, nz, w->local_full, w->B_full, A, B, T);
 }
 
+/* the local form at a regular point, from the default partition: straight-line code (codegen/procedure.py,
+   _local_chart), after straight_line_solution left A' and B' in the
+   workspace; into the caller's arrays */
+static int straight_line_local_chart(disk_workspace *w, double rank_tol, double *A, double *B,
+                                    double *T)
+{
+    const int asked_A = 1, asked_B = 1, asked_T = 1;
+    (void)asked_A; (void)asked_B; (void)asked_T; (void)B; (void)rank_tol;
+    const double v250 = w->J_c[1] * w->J_c[1];
+    const double v251 = v250 + w->J_c[5] * w->J_c[5];
+    if (!(v251 > 1e-12 * v251)) return PIVOT_REJECTED;
+    const double v252 = sqrt(v251);
+    const double v253 = 1.0 / v252;
+    const double v254 = v253 * v253;
+    if (!(v254 * v251 * rank_tol * rank_tol < 0.25 && v254 * v251 < 1e12))
+        return PIVOT_REJECTED;   /* full rank not certain: the SVDs decide */
+    const double v255 = w->B_v[1] * w->B_v[1];
+    const double v256 = v255 + w->B_v[3] * w->B_v[3];
+    const double v257 = w->B_v[6] * w->B_v[6];
+    const double v258 = v257 + w->B_v[10] * w->B_v[10];
+    const double v259 = w->B_v[13] * w->B_v[1];
+    const double v260 = w->B_v[13] * w->B_v[13];
+    const double v261 = v260 + w->B_v[17] * w->B_v[17];
+    const double v262 = v256 + v258;
+    const double v263 = v262 + v261;
+    if (!(v256 > 1e-12 * v263)) return PIVOT_REJECTED;
+    const double v264 = sqrt(v256);
+    const double v265 = 1.0 / v264;
+    if (!(v258 > 1e-12 * v263)) return PIVOT_REJECTED;
+    const double v266 = sqrt(v258);
+    const double v267 = 1.0 / v266;
+    const double v268 = v259 * v265;
+    const double v269 = v261 - v268 * v268;
+    if (!(v269 > 1e-12 * v263)) return PIVOT_REJECTED;
+    const double v270 = sqrt(v269);
+    const double v271 = 1.0 / v270;
+    const double v272 = v268 * v265;
+    const double v273 = -v272;
+    const double v274 = v273 * v271;
+    const double v275 = v265 * v265;
+    const double v276 = v275 + v274 * v274;
+    const double v277 = v276 + v267 * v267;
+    const double v278 = v277 + v271 * v271;
+    if (!(v278 * v263 * rank_tol * rank_tol < 0.25 && v278 * v263 < 1e12))
+        return PIVOT_REJECTED;   /* full rank not certain: the SVDs decide */
+    const double v279 = 1.0 + w->carried[69] * w->carried[69];
+    const double v280 = 1.0 + v279;
+    const double v281 = v280 - (-1.0);
+    const double v282 = v281 - (-1.0);
+    const double v283 = v282 - (-1.0);
+    if (!(v283 <= 10000.0)) return PIVOT_REJECTED;   /* a partition too skewed for the chart */
+    if (!(v279 > 0.5 * 1.0)) return PIVOT_REJECTED;
+    const double v284 = sqrt(v279);
+    const double v285 = 1.0 / v284;
+    T[9] = v285;
+    const double v286 = -w->carried[69];
+    const double v287 = v286 * v285;
+    T[41] = v287;
+    const double v288 = 1.0 + w->carried[72] * w->carried[72];
+    const double v289 = 1.0 + w->carried[74] * w->carried[74];
+    const double v290 = v289 + w->carried[71] * w->carried[71];
+    const double v291 = v288 + v290;
+    const double v292 = v291 - (-1.0);
+    if (!(v292 <= 10000.0)) return PIVOT_REJECTED;   /* a partition too skewed for the chart */
+    if (!(v288 > 0.5 * 1.0)) return PIVOT_REJECTED;
+    const double v293 = sqrt(v288);
+    const double v294 = 1.0 / v293;
+    T[53] = v294;
+    if (!(v290 > 0.5 * 1.0)) return PIVOT_REJECTED;
+    const double v295 = sqrt(v290);
+    const double v296 = 1.0 / v295;
+    T[62] = v296;
+    const double v297 = -w->carried[72];
+    const double v298 = -w->carried[74];
+    const double v299 = -w->carried[71];
+    const double v300 = v297 * v294;
+    T[85] = v300;
+    const double v301 = v298 * v296;
+    T[78] = v301;
+    const double v302 = v299 * v296;
+    T[94] = v302;
+    const double v303 = v301 * w->carried[73];
+    const double v304 = v303 + v302 * w->carried[70];
+    const double v305 = v304 * v296;
+    const double v306 = -v305;
+    const double v307 = w->carried[73] - v304 * v301;
+    const double v308 = w->carried[70] - v304 * v302;
+    const double v309 = -v306;
+    const double v310 = v287 * w->A_full[41];
+    const double v311 = v285 * w->A[13];
+    const double v312 = v311 + v287 * w->A_full[45];
+    const double v313 = v294 * w->A[41];
+    const double v314 = v313 + v300 * w->A_full[81];
+    const double v315 = v294 * w->A[42];
+    const double v316 = v315 + v300 * w->A_full[82];
+    const double v317 = v294 * w->A[45];
+    const double v318 = v317 + v300 * w->A_full[85];
+    const double v319 = v294 * w->A[46];
+    const double v320 = v319 + v300 * w->A_full[86];
+    const double v321 = v294 * w->A[47];
+    const double v322 = v321 + v300 * w->A_full[87];
+    A[47] = v322;
+    const double v323 = v296 * w->A[49];
+    const double v324 = v323 + v301 * w->A_full[73];
+    const double v325 = v324 + v302 * w->A_full[89];
+    const double v326 = v296 * w->A[50];
+    const double v327 = v326 + v301 * w->A_full[74];
+    const double v328 = v327 + v302 * w->A_full[90];
+    const double v329 = v296 * w->A[53];
+    const double v330 = v329 + v301 * w->A_full[77];
+    const double v331 = v330 + v302 * w->A_full[93];
+    const double v332 = v296 * w->A[54];
+    const double v333 = v332 + v301 * w->A_full[78];
+    const double v334 = v333 + v302 * w->A_full[94];
+    const double v335 = v296 * w->A[55];
+    const double v336 = v335 + v301 * w->A_full[79];
+    const double v337 = v336 + v302 * w->A_full[95];
+    A[55] = v337;
+    const double v338 = w->A[1] * v285;
+    A[1] = v338;
+    const double v339 = v310 * v285;
+    A[9] = v339;
+    const double v340 = v312 * v294;
+    A[13] = v340;
+    const double v341 = w->A[17] * v285;
+    A[17] = v341;
+    const double v342 = w->A[22] * v309;
+    A[18] = v342;
+    const double v343 = w->A[22] * v296;
+    A[22] = v343;
+    const double v344 = w->A[25] * v285;
+    A[25] = v344;
+    const double v345 = w->A[30] * v309;
+    A[26] = v345;
+    const double v346 = w->A[29] * v294;
+    A[29] = v346;
+    const double v347 = w->A[30] * v296;
+    A[30] = v347;
+    const double v348 = w->A[33] * v285;
+    A[33] = v348;
+    const double v349 = w->A[38] * v309;
+    A[34] = v349;
+    const double v350 = w->A[37] * v294;
+    A[37] = v350;
+    const double v351 = w->A[38] * v296;
+    A[38] = v351;
+    const double v352 = v314 * v285;
+    A[41] = v352;
+    const double v353 = v316 + v320 * v309;
+    A[42] = v353;
+    const double v354 = v318 * v294;
+    A[45] = v354;
+    const double v355 = v320 * v296;
+    A[46] = v355;
+    const double v356 = v325 * v285;
+    A[49] = v356;
+    const double v357 = v328 + v334 * v309;
+    A[50] = v357;
+    const double v358 = v331 * v294;
+    A[53] = v358;
+    const double v359 = v334 * v296;
+    A[54] = v359;
+    const double v360 = w->A[57] * v285;
+    A[57] = v360;
+    const double v361 = w->A[58] + w->A[62] * v309;
+    A[58] = v361;
+    const double v362 = w->A[61] * v294;
+    A[61] = v362;
+    const double v363 = w->A[62] * v296;
+    A[62] = v363;
+    const double v364 = -v306;
+    T[58] = v364;
+    const double v365 = -v307;
+    T[74] = v365;
+    const double v366 = -v308;
+    T[90] = v366;
+    A[0] = 0.0;
+    A[2] = 0.0;
+    A[3] = 0.0;
+    A[4] = 0.0;
+    A[5] = 0.0;
+    A[6] = 0.0;
+    A[7] = w->A[7];
+    A[8] = 0.0;
+    A[10] = 0.0;
+    A[11] = 0.0;
+    A[12] = 0.0;
+    A[14] = 0.0;
+    A[15] = 0.0;
+    A[16] = 0.0;
+    A[19] = 0.0;
+    A[20] = 0.0;
+    A[21] = 0.0;
+    A[23] = w->A[23];
+    A[24] = w->A[24];
+    A[27] = 0.0;
+    A[28] = 0.0;
+    A[31] = 0.0;
+    A[32] = w->A[32];
+    A[35] = 0.0;
+    A[36] = 0.0;
+    A[39] = 0.0;
+    A[40] = 0.0;
+    A[43] = 0.0;
+    A[44] = 0.0;
+    A[48] = 0.0;
+    A[51] = 0.0;
+    A[52] = 0.0;
+    A[56] = 0.0;
+    A[59] = 0.0;
+    A[60] = 0.0;
+    A[63] = w->A[63];
+    T[0] = 1.0;
+    T[1] = 0.0;
+    T[2] = 0.0;
+    T[3] = 0.0;
+    T[4] = 0.0;
+    T[5] = 0.0;
+    T[6] = 0.0;
+    T[7] = 0.0;
+    T[8] = 0.0;
+    T[10] = 0.0;
+    T[11] = 0.0;
+    T[12] = 0.0;
+    T[13] = 0.0;
+    T[14] = 0.0;
+    T[15] = 0.0;
+    T[16] = 0.0;
+    T[17] = 0.0;
+    T[18] = 1.0;
+    T[19] = 0.0;
+    T[20] = 0.0;
+    T[21] = 0.0;
+    T[22] = 0.0;
+    T[23] = 0.0;
+    T[24] = 0.0;
+    T[25] = 0.0;
+    T[26] = 0.0;
+    T[27] = 1.0;
+    T[28] = 0.0;
+    T[29] = 0.0;
+    T[30] = 0.0;
+    T[31] = 0.0;
+    T[32] = 0.0;
+    T[33] = 0.0;
+    T[34] = 0.0;
+    T[35] = 0.0;
+    T[36] = 1.0;
+    T[37] = 0.0;
+    T[38] = 0.0;
+    T[39] = 0.0;
+    T[40] = -0.0;
+    T[42] = -0.0;
+    T[43] = -0.0;
+    T[44] = -0.0;
+    T[45] = 0.0;
+    T[46] = 0.0;
+    T[47] = 0.0;
+    T[48] = -0.0;
+    T[49] = -0.0;
+    T[50] = -0.0;
+    T[51] = -0.0;
+    T[52] = -0.0;
+    T[54] = 0.0;
+    T[55] = 0.0;
+    T[56] = -0.0;
+    T[57] = -0.0;
+    T[59] = -0.0;
+    T[60] = -0.0;
+    T[61] = 0.0;
+    T[63] = 0.0;
+    T[64] = -0.0;
+    T[65] = -0.0;
+    T[66] = -0.0;
+    T[67] = -0.0;
+    T[68] = -0.0;
+    T[69] = 0.0;
+    T[70] = 0.0;
+    T[71] = 1.0;
+    T[72] = -0.0;
+    T[73] = -0.0;
+    T[75] = -0.0;
+    T[76] = -0.0;
+    T[77] = 0.0;
+    T[79] = -0.0;
+    T[80] = -0.0;
+    T[81] = -0.0;
+    T[82] = -0.0;
+    T[83] = -0.0;
+    T[84] = -0.0;
+    T[86] = 0.0;
+    T[87] = -0.0;
+    T[88] = -0.0;
+    T[89] = -0.0;
+    T[91] = -0.0;
+    T[92] = -0.0;
+    T[93] = 0.0;
+    T[95] = -0.0;
+    if ((asked_A && !all_finite(A, 64))
+        || (asked_T && !all_finite(T, 96)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
 /* The local form at a regular point where the default partition's
-   straight-line code runs: A' of all states for the partition (x_p = [q_i,
-   u_i]), and the local states through x_p = H x, H the rows of the
-   independent states of the embedding T (the admissible perturbation T x has
-   those independent entries): A' in the local states = A'_p H. The same
-   numbers as local_point and local_solution, at the straight-line cost.
-   PIVOT_REJECTED where that does not apply (then the caller takes the
-   general path). */
+   straight-line code runs: the straight-line solution, then the chart of the
+   partition (full ranks certified; orthonormal bases from C_0 and C_2, see
+   _local_chart). Its status, or PIVOT_REJECTED where that does not apply:
+   the caller then takes the general path (SVDs), which also reports what
+   failed. */
 static int straight_line_local(disk_workspace *w, double t, const double *q, const double *u,
                                const double *r, const double *p, double rtol, double tol, double *A,
                                double *B, double *T)
 {
-    double *H = w->scratch;
-    int status = evaluate_point(w, t, q, u, r, p), i, j;
+    int status = evaluate_point(w, t, q, u, r, p);
     const int violation = check_constraints(w, tol);
     if (violation != DISK_OK) return violation;
     if (status != DISK_OK || !w->straight_line_kinematic_rates || !w->straight_line_dynamic_rates)
         return PIVOT_REJECTED;
-    zero_at(w->J_c, zeros_J_c, 4);
-    zero_at(w->J_vq, zeros_J_vq, 16);
-    zero_at(w->B_v, zeros_B_v, 12);
-    status = constraint_svds(w, rtol);
-    if (status != DISK_OK) return status;
-    if (w->rank_c < NC || w->rank_v < NV) return PIVOT_REJECTED;
     evaluate_jacobians(w, t, q, u, r, p);
-    status = straight_line_solution(w, 0, 0, w->A_full, w->B_full);
-    if (status != DISK_OK) return PIVOT_REJECTED;
-    make_embedding(w, NQI, NUI);   /* full ranks: the sizes of the partition */
-    for (i = 0; i < NQI; ++i)
-        for (j = 0; j < NX; ++j) H[i * NX + j] = w->embedding[default_independent_q[i] * NX + j];
-    for (i = 0; i < NUI; ++i)
-        for (j = 0; j < NX; ++j) H[(NQI + i) * NX + j] = w->embedding[(NQ + default_independent_u[i]) * NX + j];
-    fill_zero(w->local_full, (NQ + NU) * NX);
-    add_product(NQ + NU, NX, NX, 1.0, w->A_full, NX, 0, H, NX, 0, w->local_full, NX);
-    return local_outputs(w, NQI, NUI, w->local_full, w->B_full, A, B, T);
+    if (straight_line_solution(w, 0, 0, 0, 0) != DISK_OK) return PIVOT_REJECTED;
+    if (!B) B = w->B;
+    status = straight_line_local_chart(w, rtol, A ? A : w->A, B, T ? T : w->embedding);
+    w->rank_c = NC;
+    w->rank_v = NV;
+    return status;
 }
 
 static void report_ranks(const disk_workspace *w, int *ranks, double *sigma)
@@ -2073,6 +2409,7 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
     int status = prepare(t, q, u, &r, &p, work);
     if (status != DISK_OK) return status;
     status = straight_line_local(work, t, q, u, r, p, rank_rtol(rank_tol), tol, A, B, T);
+    if (status == DISK_OK && sigma) constraint_singular_values(work, rank_rtol(rank_tol));
     if (status == PIVOT_REJECTED)
     {
         status = local_point(work, t, q, u, r, p, rank_rtol(rank_tol), tol);
@@ -2080,6 +2417,22 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
     }
     if (status == DISK_OK) report_ranks(work, ranks, sigma);
     return status;
+}
+
+int disk_constraint_singular_values(double t, const double *q, const double *u,
+        const double *p, double rank_tol, int *ranks, double *sigma,
+        disk_workspace *work)
+{
+    const double *r = 0;
+    int status = prepare(t, q, u, &r, &p, work);
+    if (status == DISK_OK && !sigma && NC + NV > 0) status = DISK_ERR_NULL_ARGUMENT;
+    if (status != DISK_OK) return status;
+    evaluate_residuals(t, q, u, p, work->f_c, work->f_v, work->carried);
+    evaluate_constraint_jacobians(work, t, q, u, r, p);
+    constraint_singular_values(work, rank_rtol(rank_tol));
+    if (!all_finite(work->J_c, NC * NQ) || !all_finite(work->B_v, NV * NU)) return NONFINITE_RESULT;
+    report_ranks(work, ranks, sigma);
+    return DISK_OK;
 }
 
 int disk_linearize_descriptor(double t, const double *q, const double *u, const double *r,

@@ -161,7 +161,7 @@ typedef struct disk_workspace {
     double A[DISK_NX * DISK_NX + 1], B[DISK_NX * DISK_NR + 1];
     double r_zero[DISK_NR + 1];
     /* common subexpressions and factors one stage computes and a later one uses */
-    double carried[69 + 1];
+    double carried[75 + 1];
     /* condition estimates of J_c P_qd and B_v P_ud of the last call (0: not
        estimated, below the warning level); read with disk_partition_condition */
     double condition[2];
@@ -245,10 +245,24 @@ int disk_complete_point(double t, double *q, double *u, const double *p,
  *   T  the embedding [dq; du] = T x: NS x nx = [[N_q, 0], [C_1 N_q, N_u]] (NS^2),
  *   ranks  [rank of J_c, rank of B_v],
  *   sigma  the singular values of J_c (NC, decreasing), then of B_v (NV).
+ * The bases: where the default partition's straight-line code runs and both
+ * ranks are full (certified: the Cholesky factor of J J^T bounds sigma_min
+ * from below, the Frobenius norm sigma_max from above), N_q and N_u are the
+ * Gram-Schmidt orthonormalization of the partition's independent directions
+ * (C_0 and C_2, in the order of the independent coordinates and speeds: they
+ * vary smoothly along a path); elsewhere they come from the SVDs. sigma costs
+ * two small SVDs there: pass NULL when it is not needed.
  */
 int disk_linearize_local(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *A, double *B, double *T,
         int *ranks, double *sigma, disk_workspace *work);
+
+/* The singular values of J_c (NC, decreasing) and B_v (NV) at (t, q, u, p)
+   into sigma, and ranks (may be NULL) as linearize_local decides them; the
+   same numbers as linearize_local's sigma, evaluating only the constraints. */
+int disk_constraint_singular_values(double t, const double *q, const double *u,
+        const double *p, double rank_tol, int *ranks, double *sigma,
+        disk_workspace *work);
 
 /*
  * The linearized descriptor form E w' = A w + B r (González et al., eqs. 7-8,
