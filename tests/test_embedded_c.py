@@ -130,6 +130,23 @@ def check_driver_against_python(module, output, exact=True):
         else:
             np.testing.assert_allclose(A_c, A, rtol=1e-9, atol=1e-9 * np.abs(A).max())
             np.testing.assert_allclose(B_c, B, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(B).max(initial=0.0)))
+    # the local form at point 0 (the fallback build's SVD path has other
+    # orthonormal bases of the same spaces: compared through R = N_c^T N)
+    local = module.linearize_local(values[(0, "q")], values[(0, "u")], values[(0, "r")], t=0.25)
+    T_c = values["local_T"].reshape(module.nq + module.nu, local.nx)
+    A_c = values["local_A"].reshape(local.nx, local.nx)
+    if exact:
+        assert np.array_equal(T_c, local.embedding) and np.array_equal(A_c, local.A)
+        assert np.array_equal(values["sigma"], np.concatenate([local.sigma_c, local.sigma_v]))
+    else:
+        y, nq = module.nq - local.rank_c, module.nq
+        R = np.zeros((local.nx, local.nx))
+        R[:y, :y] = T_c[:nq, :y].T @ local.N_q
+        R[y:, y:] = T_c[nq:, y:].T @ local.N_u
+        np.testing.assert_allclose(R.T @ R, np.eye(local.nx), atol=1e-9)
+        np.testing.assert_allclose(A_c, R @ local.A @ R.T, rtol=0, atol=1e-9 * np.abs(local.A).max())
+        np.testing.assert_allclose(values["sigma"], np.concatenate([local.sigma_c, local.sigma_v]),
+                                   rtol=1e-12)
 
 
 @pytest.mark.parametrize("model", ["disk", "bicycle"])

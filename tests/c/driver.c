@@ -130,6 +130,44 @@ int main(void)
     CHECK(status == C(OK), "state_derivative");
     print_vector("state_derivative_ud", ud, C(NU));
 
+    /* the local form: fast path without and with the singular values (the
+       same A), the singular values alone, the SVD path (a rank tolerance no
+       certificate meets), the descriptor form and the automatic partition */
+    {
+        static double A_local[ROWS * ROWS + 1], B_local[ROWS * (C(NR) + 1) + 1];
+        static double T_local[ROWS * ROWS + 1], A_again[ROWS * ROWS + 1];
+        static double E_desc[C(NDESC) * C(NDESC) + 1], A_desc[C(NDESC) * C(NDESC) + 1];
+        static double B_desc[C(NDESC) * (C(NR) + 1) + 1];
+        double sigma[C(NC) + C(NV) + 1], sigma_alone[C(NC) + C(NV) + 1];
+        int ranks[2], ranks_alone[2], dependent_q[C(NC) + 1], dependent_u[C(NV) + 1], nx;
+        status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
+                                    A_local, B_local, T_local, ranks, NULL, &work);
+        CHECK(status == C(OK), "linearize_local");
+        nx = (C(NQ) - ranks[0]) + (C(NU) - ranks[1]);
+        print_vector("local_A", A_local, nx * nx);
+        print_vector("local_B", B_local, nx * C(NR));
+        print_vector("local_T", T_local, ROWS * nx);
+        status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
+                                    A_again, NULL, NULL, NULL, sigma, &work);
+        CHECK(status == C(OK), "linearize_local with sigma");
+        CHECK(memcmp(A_again, A_local, nx * nx * sizeof(double)) == 0, "sigma changed A");
+        print_vector("sigma", sigma, C(NC) + C(NV));
+        status = F(constraint_singular_values)(0.25, q_points[0], u_points[0], NULL, -1.0,
+                                               ranks_alone, sigma_alone, &work);
+        CHECK(status == C(OK), "constraint_singular_values");
+        CHECK(memcmp(sigma_alone, sigma, (C(NC) + C(NV)) * sizeof(double)) == 0, "sigma alone");
+        CHECK(ranks_alone[0] == ranks[0] && ranks_alone[1] == ranks[1], "ranks alone");
+        status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, 0.999, 1e-8,
+                                    A_local, B_local, T_local, ranks, sigma, &work);
+        CHECK(status == C(OK), "linearize_local, SVD path");
+        status = F(linearize_descriptor)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
+                                         E_desc, A_desc, B_desc, ranks, &work);
+        CHECK(status == C(OK), "linearize_descriptor");
+        status = F(automatic_partition)(0.25, q_points[0], u_points[0], NULL, -1.0, dependent_q,
+                                        dependent_u, ranks, &work);
+        CHECK(status == C(OK), "automatic_partition");
+    }
+
     /* error paths: each must return its status code, never crash */
     memcpy(q, q_points[1], sizeof q);
     q[0] = NAN;
