@@ -17,6 +17,8 @@ Checked against computations that do not use the generated C's chart:
 import numpy as np
 import pytest
 
+import codegen
+
 from conftest import MOVING_POINTS, moving_point
 from local_checks import assert_close, assert_eigenvalues_close
 from codegen.models import fourbar
@@ -58,14 +60,14 @@ def test_chart_is_the_partitions_gram_schmidt(case, pendulum, fourbar1, disk_bui
     assert_close(result.N_u, gram_schmidt_basis(B_v, c.dependent_u), 1e-11, "N_u")
 
 
-def forced_general(compiled, q, u, p=None):
+def forced_general(compiled, q, u, p=None, r=None):
     """linearize_local at a regular point through the general (SVD) path: a
     rank tolerance just below the smallest sigma_min / sigma_max, which the
     fast path's certificate (a margin of 2 on bounds) cannot meet."""
     J_c, B_v = jacobians(compiled, q, u, p)
     ratios = [s[-1] / s[0] for s in (np.linalg.svd(J_c, compute_uv=False),
                                      np.linalg.svd(B_v, compute_uv=False)) if s.size]
-    return compiled.linearize_local(q, u, p=p, rank_tol=0.9 * min(ratios))
+    return compiled.linearize_local(q, u, r, p=p, rank_tol=0.9 * min(ratios))
 
 
 @pytest.mark.parametrize("case", MOVING_POINTS)
@@ -88,6 +90,26 @@ def test_fast_and_general_paths_agree(case, pendulum, fourbar1, disk_built, five
     assert_eigenvalues_close(np.linalg.eigvals(fast.A), np.linalg.eigvals(general.A), 1e-9)
     np.testing.assert_array_equal(fast.sigma_c, general.sigma_c)
     np.testing.assert_array_equal(fast.sigma_v, general.sigma_v)
+
+
+@pytest.mark.parametrize("point, kwargs", [("upright", dict(v=4.0)),
+                                           ("general", dict(rear_wheel_rate=-8.0))])
+def test_bicycle_fast_and_general_paths(bicycle, point, kwargs):
+    """The bicycle (the large model): the partition's Gram-Schmidt basis, and
+    the same A as the SVD path through the change of basis."""
+    op = codegen.operating_point("bicycle", point, **kwargs)
+    fast = bicycle.linearize_local(op.q, op.u, op.r, op.p)
+    J_c, B_v = jacobians(bicycle, op.q, op.u, op.p)
+    assert_close(fast.N_q, gram_schmidt_basis(J_c, bicycle.dependent_q), 1e-11, "N_q")
+    assert_close(fast.N_u, gram_schmidt_basis(B_v, bicycle.dependent_u), 1e-11, "N_u")
+    general = forced_general(bicycle, op.q, op.u, op.p, op.r)
+    R_q, R_u = np.asarray(general.N_q).T @ fast.N_q, np.asarray(general.N_u).T @ fast.N_u
+    R = np.block([[R_q, np.zeros((R_q.shape[0], R_u.shape[1]))],
+                  [np.zeros((R_u.shape[0], R_q.shape[1])), R_u]])
+    np.testing.assert_allclose(R.T @ R, np.eye(R.shape[0]), atol=1e-10)
+    assert_close(fast.A, R.T @ general.A @ R, 1e-9, "A: fast vs general path")
+    assert_close(fast.B, R.T @ general.B, 1e-9, "B: fast vs general path")
+    assert_close(fast.embedding, np.asarray(general.embedding) @ R, 1e-9, "T: fast vs general path")
 
 
 def test_singular_values_when_asked_for(fourbar1, disk_built):
