@@ -44,3 +44,19 @@ def assert_gonzalez_singular_eigenvalues(eigenvalues):
     omega = np.sort(np.abs(eigenvalues.imag))
     np.testing.assert_allclose(omega, np.repeat(SINGULAR_CLOSED_FORM, 2), rtol=1e-9)
     np.testing.assert_allclose(omega, np.repeat(PAPER_DIGITS, 2), atol=5e-5)
+
+
+def assert_same_local_form(result, other, rtol=1e-9):
+    """Two local forms at one point in other orthonormal bases of the same
+    spaces: with R = blockdiag(N_q,other^T N_q, N_u,other^T N_u) (checked
+    orthogonal), A = R^T A_other R, B = R^T B_other, T = T_other R."""
+    R_q = np.asarray(other.N_q).T @ np.asarray(result.N_q)
+    R_u = np.asarray(other.N_u).T @ np.asarray(result.N_u)
+    R = np.block([[R_q, np.zeros((R_q.shape[0], R_u.shape[1]))],
+                  [np.zeros((R_u.shape[0], R_q.shape[1])), R_u]])
+    np.testing.assert_allclose(R.T @ R, np.eye(R.shape[0]), atol=1e-10,
+                               err_msg="the bases span the same spaces")
+    assert_close(result.A, R.T @ np.asarray(other.A) @ R, rtol, "A through the change of basis")
+    assert_close(result.B, R.T @ np.asarray(other.B), rtol, "B through the change of basis")
+    assert_close(result.embedding, np.asarray(other.embedding) @ R, rtol,
+                 "T through the change of basis")

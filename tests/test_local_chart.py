@@ -20,7 +20,7 @@ import pytest
 import codegen
 
 from conftest import MOVING_POINTS, moving_point
-from local_checks import assert_close, assert_eigenvalues_close
+from local_checks import assert_close, assert_eigenvalues_close, assert_same_local_form
 from codegen.models import fourbar
 
 SINGULAR_VALUES = dict(fourbar.DEFAULT_PARAMETERS, k=0.0, gravity_angle=0.0)
@@ -78,15 +78,7 @@ def test_fast_and_general_paths_agree(case, pendulum, fourbar1, disk_built, five
     general = forced_general(c, q, u, p)
     assert (general.rank_c, general.rank_v, general.nx) == (fast.rank_c, fast.rank_v, fast.nx)
     # a different basis of the same spaces: general comes from the SVD
-    R_q = np.asarray(general.N_q).T @ fast.N_q
-    R_u = np.asarray(general.N_u).T @ fast.N_u
-    np.testing.assert_allclose(R_q.T @ R_q, np.eye(R_q.shape[1]), atol=1e-10)
-    np.testing.assert_allclose(R_u.T @ R_u, np.eye(R_u.shape[1]), atol=1e-10)
-    R = np.block([[R_q, np.zeros((R_q.shape[0], R_u.shape[1]))],
-                  [np.zeros((R_u.shape[0], R_q.shape[1])), R_u]])
-    assert_close(fast.A, R.T @ general.A @ R, 1e-9, "A: fast vs general path")
-    assert_close(fast.B, R.T @ general.B, 1e-9, "B: fast vs general path")
-    assert_close(fast.embedding, np.asarray(general.embedding) @ R, 1e-9, "T: fast vs general path")
+    assert_same_local_form(fast, general)
     assert_eigenvalues_close(np.linalg.eigvals(fast.A), np.linalg.eigvals(general.A), 1e-9)
     np.testing.assert_array_equal(fast.sigma_c, general.sigma_c)
     np.testing.assert_array_equal(fast.sigma_v, general.sigma_v)
@@ -103,13 +95,7 @@ def test_bicycle_fast_and_general_paths(bicycle, point, kwargs):
     assert_close(fast.N_q, gram_schmidt_basis(J_c, bicycle.dependent_q), 1e-11, "N_q")
     assert_close(fast.N_u, gram_schmidt_basis(B_v, bicycle.dependent_u), 1e-11, "N_u")
     general = forced_general(bicycle, op.q, op.u, op.p, op.r)
-    R_q, R_u = np.asarray(general.N_q).T @ fast.N_q, np.asarray(general.N_u).T @ fast.N_u
-    R = np.block([[R_q, np.zeros((R_q.shape[0], R_u.shape[1]))],
-                  [np.zeros((R_u.shape[0], R_q.shape[1])), R_u]])
-    np.testing.assert_allclose(R.T @ R, np.eye(R.shape[0]), atol=1e-10)
-    assert_close(fast.A, R.T @ general.A @ R, 1e-9, "A: fast vs general path")
-    assert_close(fast.B, R.T @ general.B, 1e-9, "B: fast vs general path")
-    assert_close(fast.embedding, np.asarray(general.embedding) @ R, 1e-9, "T: fast vs general path")
+    assert_same_local_form(fast, general)
 
 
 def test_singular_values_when_asked_for(fourbar1, disk_built):
