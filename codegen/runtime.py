@@ -791,11 +791,11 @@ class CompiledModel:
         k = self._local_width
         results = np.empty((n, k * k + k * nr + ns * k))
         status, index = run_batch(self._kernel.linearize_local, n, inputs, (rtol, tolerance, k),
-                                  (results, ranks, None), threads, self.operation_count)
+                                  (results, ranks), threads, self.operation_count)
         if status == self._kernel.NONUNIFORM:
             results = np.empty((n, ns * ns + ns * nr + ns * ns))
             status, index = run_batch(self._kernel.linearize_local, n, inputs,
-                                      (rtol, tolerance, -1), (results, ranks, None), threads,
+                                      (rtol, tolerance, -1), (results, ranks), threads,
                                       self.operation_count)
             k = ns
         if status != OK:
@@ -811,7 +811,7 @@ class CompiledModel:
         """A function giving (n, nc + nv) singular values of J_c and B_v of the
         batch's points, computed when first asked for (from a copy of the
         points: the caller may change its arrays)."""
-        a = {key: None if value is None else np.array(value) for key, value in batch.arrays.items()}
+        a = {key: np.array(batch.arrays[key]) for key in ("t", "q", "u", "p")}
         n, kernel = batch.size, self._kernel
 
         def compute():
@@ -1402,9 +1402,8 @@ class LocalLinearization:
         giving them, called when they are first asked for."""
         self.A, self.B, self.N_q, self.N_u, self.embedding = A, B, N_q, N_u, embedding
         self.rank_c, self.rank_v, self.dof, self.nx = rank_c, rank_v, dof, nx
-        self._sigma, self._singular_values = None, singular_values
-        if singular_values is None:
-            self._sigma = (sigma_c, sigma_v)
+        self._singular_values = singular_values
+        self._sigma = (sigma_c, sigma_v) if singular_values is None else None
         self.rank_tol = rank_tol
         self.uniform, self.shape = uniform, shape
 

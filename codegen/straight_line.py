@@ -40,7 +40,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sympy.printing.pycode import PythonCodePrinter
 
-from .partition import complement
 from .procedure import ARRAYS, Factor, Solve, View
 
 
@@ -677,10 +676,10 @@ class StraightLine:
         t = self.trace
         nqi, nui = self.sizes["nqi"], self.sizes["nui"]
         nx, nr = nqi + nui, self.sizes["nr"]
-        N_q = self.read(replace(self._view("N_qT"), transposed=True))
-        N_u = self.read(replace(self._view("N_uT"), transposed=True))
+        N_q = self.read(View("N_qT", transposed=True))
+        N_u = self.read(View("N_uT", transposed=True))
         C_1N_q = [[t.neg(x) for x in row]
-                  for row in self.read(replace(self._view("minus_T_uqT"), transposed=True))]
+                  for row in self.read(View("minus_T_uqT", transposed=True))]
         embedding = [row + [0.0] * nui for row in N_q] + [a + b for a, b in zip(C_1N_q, N_u)]
         outputs = []
         for target, matrix, width in (("A", self.values["A_local"], nx),
@@ -693,10 +692,6 @@ class StraightLine:
                     t.record("store", array=target, output=True, index=i * width + j, value=value)
             outputs.append((target, len(matrix) * width))
         t.record("check_outputs", outputs=tuple(outputs))
-
-    @staticmethod
-    def _view(name):
-        return View(name)
 
     def _Zero(self, step):
         rows, cols = self._rows_cols(step.out)

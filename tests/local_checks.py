@@ -1,8 +1,10 @@
 """Comparisons shared by the tests of the local and descriptor forms (issue 11)."""
 
+import functools
 import math
 
 import numpy as np
+import sympy as sm
 
 G = 9.81
 # González et al., section 5.1: the one-loop four-bar at its singular flat
@@ -60,3 +62,41 @@ def assert_same_local_form(result, other, rtol=1e-9):
     assert_close(result.B, R.T @ np.asarray(other.B), rtol, "B through the change of basis")
     assert_close(result.embedding, np.asarray(other.embedding) @ R, rtol,
                  "T through the change of basis")
+
+
+@functools.lru_cache(maxsize=None)
+def parallelogram_one_dof(loops):
+    """The González N-loop four-bar's parallelogram motion (one degree of
+    freedom, crank angle phi) from its geometry, independently of the
+    models: I(phi), V'(phi), V''(phi), C(phi) (inertia, slope and curvature
+    of the potential, damping);
+    crank i from A_i = (i l, 0) at angle phi, coupler i translating with B_i,
+    spring and damper of loop i on A_{i-1} B_i; lambdified as functions of
+    (phi, parameters)."""
+    phi, rate = sm.symbols("phi phi_rate")
+    l, m, g, gamma, k, l0, c = sm.symbols("l m g gravity_angle k l0 c")
+    e = sm.Matrix([sm.cos(phi), sm.sin(phi)])
+    down = g * sm.Matrix([sm.cos(gamma), sm.sin(gamma)])
+    A = [sm.Matrix([i * l, 0]) for i in range(loops + 1)]
+    B = [A[i] + l * e for i in range(loops + 1)]
+    kinetic, potential, rayleigh = 0, 0, 0
+    for i in range(loops + 1):                      # cranks: rotation about A_i
+        centre = A[i] + l / 2 * e
+        v = centre.diff(phi) * rate
+        kinetic += m * v.dot(v) / 2 + m * l**2 / 12 * rate**2 / 2
+        potential -= m * down.dot(centre)
+    for i in range(1, loops + 1):                   # couplers: translation
+        centre = (B[i - 1] + B[i]) / 2
+        v = centre.diff(phi) * rate
+        kinetic += m * v.dot(v) / 2
+        potential -= m * down.dot(centre)
+        diagonal = B[i] - A[i - 1]
+        length = sm.sqrt(diagonal.dot(diagonal))
+        potential += k * (length - l0) ** 2 / 2
+        rayleigh += c * (length.diff(phi) * rate) ** 2 / 2
+    args = (phi, l, m, g, gamma, k, l0, c)
+    inertia = sm.lambdify(args, sm.diff(kinetic, rate, 2))
+    slope = sm.lambdify(args, sm.diff(potential, phi))
+    curvature = sm.lambdify(args, sm.diff(potential, phi, 2))
+    damping = sm.lambdify(args, sm.diff(rayleigh, rate, 2))
+    return inertia, slope, curvature, damping

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sympy as sm
 from scipy.optimize import brentq
 
 import codegen
 from codegen.errors import ConvergenceError
 from codegen.models import disk as disk_models
 from codegen.models import five_bar, fourbar, spencer_pendulum
+from local_checks import parallelogram_one_dof
 
 
 def _user_model_file():
@@ -51,43 +51,8 @@ LOOPS = [1, 2, 4]
 # -- the one-degree-of-freedom closed form, from the geometry ----------------------------
 
 
-def _one_dof(loops):
-    """Lambdified I, V', V'', C of the parallelogram motion (crank angle phi):
-    cranks A_i B_i turning about A_i = (i l, 0), couplers translating,
-    spring and damper of loop i on A_{i-1} B_i."""
-    phi, rate = sm.symbols("phi rate")
-    l, m, g, gamma, k, l0, c = sm.symbols("l m g gamma k l0 c")
-    e = sm.Matrix([sm.cos(phi), sm.sin(phi)])
-    gravity = g * sm.Matrix([sm.cos(gamma), sm.sin(gamma)])
-    pivots = [sm.Matrix([i * l, 0]) for i in range(loops + 1)]
-    tips = [a + l * e for a in pivots]
-    T = V = D = 0
-    for i in range(loops + 1):
-        centre = pivots[i] + l / 2 * e
-        v = centre.diff(phi) * rate
-        T += m * v.dot(v) / 2 + m * l**2 / 12 * rate**2 / 2
-        V -= m * gravity.dot(centre)
-    for i in range(1, loops + 1):
-        centre = (tips[i - 1] + tips[i]) / 2
-        v = centre.diff(phi) * rate
-        T += m * v.dot(v) / 2
-        V -= m * gravity.dot(centre)
-        diagonal = tips[i] - pivots[i - 1]
-        length = sm.sqrt(diagonal.dot(diagonal))
-        V += k * (length - l0) ** 2 / 2
-        D += c * (length.diff(phi) * rate) ** 2 / 2
-    args = (phi, l, m, g, gamma, k, l0, c)
-    return tuple(sm.lambdify(args, expr) for expr in
-                 (sm.diff(T, rate, 2), sm.diff(V, phi), sm.diff(V, phi, 2), sm.diff(D, rate, 2)))
-
-
-_CLOSED = {}
-
-
 def closed_form(values, loops):
-    if loops not in _CLOSED:
-        _CLOSED[loops] = _one_dof(loops)
-    inertia, slope, curvature, damping = _CLOSED[loops]
+    inertia, slope, curvature, damping = parallelogram_one_dof(loops)
     args = [values[n] for n in ("l", "m", "g", "gravity_angle", "k", "l0", "c")]
 
     def equilibria(margin=0.2, samples=4000):

@@ -42,6 +42,7 @@ from codegen.models import five_bar, fourbar, parallel_fourbar, spencer_pendulum
 
 import reference
 from reference import assert_matrices_close
+from local_checks import parallelogram_one_dof
 
 Built = namedtuple("Built", "model compiled ref defaults")
 
@@ -148,49 +149,10 @@ def check_partition_invariance(built, q, u, r, partitions, p=None, rtol=1e-9):
 # -- N-loop four-bar: closed form of the parallelogram motion, derived here ------------
 
 
-def fourbar_one_dof(loops):
-    """I(phi), V(phi), C(phi) of the parallelogram motion from its geometry:
-    crank i from A_i = (i l, 0) at angle phi, coupler i translating with B_i,
-    spring and damper of loop i on A_{i-1} B_i; lambdified as functions of
-    (phi, parameters)."""
-    phi, rate = sm.symbols("phi phi_rate")
-    l, m, g, gamma, k, l0, c = sm.symbols("l m g gravity_angle k l0 c")
-    e = sm.Matrix([sm.cos(phi), sm.sin(phi)])
-    down = g * sm.Matrix([sm.cos(gamma), sm.sin(gamma)])
-    A = [sm.Matrix([i * l, 0]) for i in range(loops + 1)]
-    B = [A[i] + l * e for i in range(loops + 1)]
-    kinetic, potential, rayleigh = 0, 0, 0
-    for i in range(loops + 1):                      # cranks: rotation about A_i
-        centre = A[i] + l / 2 * e
-        v = centre.diff(phi) * rate
-        kinetic += m * v.dot(v) / 2 + m * l**2 / 12 * rate**2 / 2
-        potential -= m * down.dot(centre)
-    for i in range(1, loops + 1):                   # couplers: translation
-        centre = (B[i - 1] + B[i]) / 2
-        v = centre.diff(phi) * rate
-        kinetic += m * v.dot(v) / 2
-        potential -= m * down.dot(centre)
-        diagonal = B[i] - A[i - 1]
-        length = sm.sqrt(diagonal.dot(diagonal))
-        potential += k * (length - l0) ** 2 / 2
-        rayleigh += c * (length.diff(phi) * rate) ** 2 / 2
-    args = (phi, l, m, g, gamma, k, l0, c)
-    inertia = sm.lambdify(args, sm.diff(kinetic, rate, 2))
-    slope = sm.lambdify(args, sm.diff(potential, phi))
-    curvature = sm.lambdify(args, sm.diff(potential, phi, 2))
-    damping = sm.lambdify(args, sm.diff(rayleigh, rate, 2))
-    return inertia, slope, curvature, damping
-
-
-_ONE_DOF = {}
-
-
 def fourbar_reference(parameters, loops, bracket):
     """Equilibrium angle (SciPy's brentq in ``bracket``) and the two
     eigenvalues: roots of I s^2 + C s + V'' = 0."""
-    if loops not in _ONE_DOF:
-        _ONE_DOF[loops] = fourbar_one_dof(loops)
-    inertia, slope, curvature, damping = _ONE_DOF[loops]
+    inertia, slope, curvature, damping = parallelogram_one_dof(loops)
     values = [parameters[n] for n in ("l", "m", "g", "gravity_angle", "k", "l0", "c")]
     phi = brentq(lambda x: slope(x, *values), *bracket, xtol=1e-15, rtol=1e-15)
     I, C, K = inertia(phi, *values), damping(phi, *values), curvature(phi, *values)
