@@ -22,7 +22,12 @@ total time derivative of ``f_v``, formed in :mod:`codegen.derive`.
 A model the procedure cannot linearize correctly is refused here with a
 :class:`~codegen.errors.ModelError`: among others, configuration constraints
 whose time derivative is not among the velocity constraints (checked
-numerically, see :meth:`Model._check_velocity_constraints_hold_df_c_dt`).
+numerically, see :meth:`Model._check_velocity_constraints_hold_df_c_dt`), and
+undefined functions of the states, which SymPy's ``find_dynamicsymbols``
+would let pass for inputs (see :meth:`Model._refuse_undefined_functions`).
+The kinematic equations and the constraints are checked before the
+multiplier form's unconstrained dynamics are formed, so that such a refusal
+comes in about a second even where forming them takes a minute.
 
 Everything here is still in terms of SymPy dynamic symbols; the derivation
 stage replaces them by plain symbols.
@@ -61,6 +66,12 @@ class Model:
         The specified inputs ``r`` in the order of ``B``'s columns.  By default
         every dynamic symbol of the dynamic equations that is neither a
         coordinate nor a speed, sorted as SymPy's ``Linearizer`` sorts them.
+        An input is an undefined function of time alone, ``r(t)``
+        (``dynamicsymbols('r')`` or ``sm.Function('r')(t)``), or its time
+        derivative ``r'(t)`` (a column of B of its own). An undefined function
+        of anything else (``g(q)``, ``g(u)``, ``g(q, t)``, ``g(h(t))`` of an
+        input h, ``g(k)``) is refused wherever it appears: its derivatives
+        with respect to its arguments belong in A or B.
     name : str
         A C identifier; prefix of every generated symbol and the module name.
     description : str
@@ -195,9 +206,18 @@ class Model:
         self.qd = [qi.diff(self.time) for qi in self.q]
         self.ud = [ui.diff(self.time) for ui in self.u]
 
+        # The kinematic equations and the constraints are checked first, the
+        # check of d f_c/dt included: it needs nothing else, and a model it
+        # refuses is refused before the multiplier form's unconstrained
+        # dynamics are formed (a minute on the ball on a spinning disc).
         self._check_sizes()
-        self.inputs = self._find_inputs(inputs)
+        for label, rows in (("kinematic equation", self.kinematic),
+                            ("configuration constraint", self.f_c),
+                            ("velocity constraint", self.f_v)):
+            self._refuse_undefined_functions(label, rows)
+        self._refuse_inputs_outside_dynamics()
         self.parameters, self.parameter_values = self._check_parameters(parameters)
+        self._refuse_undeclared_symbols([self.kinematic, self.f_c, self.f_v])
         if self.lagrange is not None:
             self._choose_lagrange_partition(source, dependent_q, dependent_u)
         elif given:
@@ -205,6 +225,14 @@ class Model:
             self.kane = None   # its own equations lack the constraints: no reference routes
         if not self._auto_velocity_constraints:   # d f_c/dt by construction otherwise
             self._check_velocity_constraints_hold_df_c_dt(qd_of_u, *kinematics)
+
+        if self.dynamic is None:     # the multiplier form: F of all o speeds, formed only now
+            self.dynamic = _without_auxiliary(_unconstrained_dynamics(method), method)
+        self._check_sizes()
+        time_varying = _time_varying_atoms(self.dynamic)      # one walk through the largest equations
+        self._refuse_undefined_functions("dynamic equation", self.dynamic, time_varying)
+        self.inputs = self._find_inputs(inputs, time_varying)
+        self._refuse_undeclared_symbols([self.dynamic])
 
     def _from_kanes_method(self, kane, reduction):
         """q, u, the default partition and the residuals of a KanesMethod;
@@ -217,13 +245,9 @@ class Model:
                 f"model {name!r}: call kane.kanes_equations(bodies, loads) before Model(kane, ...)")
         self.kane = kane
         t = self.time
-        auxiliary = sympy_adapter.auxiliary_speeds(kane)
-        # Auxiliary speeds are zero on every motion: KanesMethod sets them (and
-        # their derivatives) to zero in Fr*; here in every equation.
-        zero_auxiliary = {ua.diff(t): 0 for ua in auxiliary} | {ua: 0 for ua in auxiliary}
 
         def without_auxiliary(matrix):
-            return sm.Matrix(matrix).xreplace(zero_auxiliary) if auxiliary else sm.Matrix(matrix)
+            return _without_auxiliary(matrix, kane)
 
         self.q = list(kane.q)
         self.u = list(kane.u)
@@ -248,16 +272,16 @@ class Model:
                              "bodies and loads (pass them to kanes_equations)")
         self.multipliers = 0
         if len(self.u_dependent) and reduction != "kane" and has_loads:
-            # F of all o speeds; the constraint forces B_v^T lambda are added in derive
-            self.dynamic = without_auxiliary(_unconstrained_dynamics(kane))
+            # F of all o speeds (the constraint forces B_v^T lambda are added in
+            # derive), formed by __init__ once the constraints have passed their checks
+            self.dynamic = None
             self.multipliers = len(self.u_dependent)
         else:
             # with auxiliary speeds, their equations follow the o - m of the speeds
             rows = len(self.u) - len(self.u_dependent)
             self.dynamic = without_auxiliary((fr + frstar)[:rows, :])
         self.reduction = "multipliers" if self.multipliers else "kane"
-        qd_of_u = {key: value.xreplace(zero_auxiliary) if auxiliary else value
-                   for key, value in kane.kindiffdict().items()}
+        qd_of_u = {key: _without_auxiliary(value, kane) for key, value in kane.kindiffdict().items()}
         return qd_of_u, (k_kqdot, k_ku, f_k, k_nh, f_nh)
 
     def _take_constraints(self, configuration_constraints, velocity_constraints, qd_of_u, kinematics):
@@ -276,6 +300,7 @@ class Model:
         q, u = self.q, self.u
         n, o = len(q), len(u)
         f_c = _constraint_rows(configuration_constraints or [], "configuration_constraints", name)
+        self._refuse_undefined_functions("configuration constraint", f_c)
         foreign = find_dynamicsymbols(f_c, exclude=set(q)) if len(f_c) else set()
         if foreign:
             raise ModelError(
@@ -287,6 +312,7 @@ class Model:
             self._auto_velocity_constraints = bool(len(f_c))
         else:
             f_v = _constraint_rows(velocity_constraints, "velocity_constraints", name)
+            self._refuse_undefined_functions("velocity constraint", f_v)
             f_v = f_v.xreplace(qd_of_u) if len(f_v) else f_v
             foreign = find_dynamicsymbols(f_v, exclude=set(q) | set(u)) if len(f_v) else set()
             if foreign:
@@ -354,6 +380,9 @@ class Model:
         f_c = sympy_adapter.holonomic_constraints(lagrange)
         coneqs = sympy_adapter.lagrange_constraints(lagrange)
         m_d, f_d = sympy_adapter.lagrange_unconstrained_equations(lagrange)
+        # before the check of foreign symbols in the constraints, whose message fits worse
+        self._refuse_undefined_functions("configuration constraint", f_c)
+        self._refuse_undefined_functions("velocity constraint", coneqs)
         known = set(self.q) | set(rates)
         foreign = find_dynamicsymbols(coneqs, exclude=known) if len(coneqs) else set()
         if foreign:
@@ -462,8 +491,9 @@ class Model:
     # -- checks ----------------------------------------------------------------
     def _check_sizes(self):
         n, o, l, m = self.n, self.o, self.l, self.m
-        shapes = {"kinematic": (self.kinematic, n), "f_c": (self.f_c, l),
-                  "f_v": (self.f_v, m), "dynamic": (self.dynamic, o - m + self.multipliers)}
+        shapes = {"kinematic": (self.kinematic, n), "f_c": (self.f_c, l), "f_v": (self.f_v, m)}
+        if self.dynamic is not None:
+            shapes["dynamic"] = (self.dynamic, o - m + self.multipliers)
         for label, (matrix, rows) in shapes.items():
             if matrix.shape != (rows, 1):
                 raise ModelError(
@@ -475,7 +505,80 @@ class Model:
     def _states(self):
         return set(self.q) | set(self.u) | set(self.qd) | set(self.ud)
 
-    def _find_inputs(self, inputs):
+    def _refuse_undefined_functions(self, label, rows, time_varying=None):
+        """Refuse every undefined function (``sm.Function("g")``) that is not a
+        function of time alone in ``rows`` (a column Matrix: "dynamic
+        equation" 0, 1, ... for ``label`` "dynamic equation"); ``time_varying``:
+        its :func:`_time_varying_atoms` if already known.
+
+        SymPy's ``find_dynamicsymbols`` takes anything whose only free symbol
+        is t for a dynamic symbol, so ``g(q(t))`` (and ``Derivative(g(q), q)``)
+        would pass for an input: its value would be given at each call, and its
+        derivative d g/d q, which belongs in A, would be lost without a word.
+        An input is an undefined function of t alone, ``r(t)`` (or its time
+        derivative ``r'(t)``, an input of its own, as SymPy's ``find_dynamicsymbols``
+        finds it). That refuses, besides functions of coordinates, speeds and
+        their rates, a function of an input, ``g(h(t))`` with h an input: its
+        derivative d g/d h belongs in B. Functions of parameters (``g(k)``) or of
+        expressions of t (``g(2 t)``) are refused too: nothing can evaluate
+        them. (A ``sm.Function`` subclass that prints itself is not undefined
+        and is left to the derivation, which refuses what it cannot
+        differentiate.)
+        """
+        if not len(rows):
+            return
+        if time_varying is None:
+            time_varying = _time_varying_atoms(rows)
+        if not _undefined_functions_not_of_time(time_varying, self.time):
+            return                            # the common case: one walk through the matrix
+        for i, row in enumerate(rows):
+            bad = _undefined_functions_not_of_time(_time_varying_atoms(row), self.time)
+            if bad:
+                raise ModelError(self._undefined_function_message(f"{label} {i}", bad[0], row))
+
+    def _undefined_function_message(self, where, application, row):
+        """The refusal of ``application`` (an undefined function not of t
+        alone) found in the row ``where``: what it depends on, and what to do."""
+        from sympy.core.function import AppliedUndef
+        # g(q**2).diff(t) holds Subs(Derivative(g(xi), xi), xi, q**2): name g(q**2), not g(xi)
+        for subs in row.atoms(sm.Subs):
+            if application in subs.expr.atoms(AppliedUndef):
+                application = application.xreplace(dict(zip(subs.variables, subs.point)))
+                break
+        readable = _readable_map([row])
+        written = _abbreviated(application.xreplace(readable))
+        function = application.func.__name__
+        coordinates, speeds = set(self.q), set(self.u)
+
+        def described(symbol):
+            base = symbol.expr if isinstance(symbol, sm.Derivative) else symbol
+            kind = ("coordinate" if base in coordinates else "speed" if base in speeds
+                    else "a time-varying symbol that is not a state")
+            if isinstance(symbol, sm.Derivative) and kind in ("coordinate", "speed"):
+                kind = f"rate of a {kind}"
+            return f"{symbol.xreplace(readable)} ({kind})"
+
+        inside = _time_varying_arguments(application, self.time)
+        states = [s for s in inside if (s.expr if isinstance(s, sm.Derivative) else s)
+                  in coordinates | speeds]
+        if states:
+            depends = (f"depends on {', '.join(map(described, states))}, so it cannot be an input "
+                       "(an input is a function of time alone): A needs its derivatives with "
+                       "respect to the states, and they would be lost")
+        elif inside:
+            names = ", ".join(str(s.xreplace(readable)) for s in inside)
+            depends = (f"is a function of {names}, not of time alone, so it cannot be an input: "
+                       f"its derivative with respect to {names} (needed in B or A) would be lost")
+        else:
+            depends = ("has arguments that are not time alone, so it is no input r(t), and "
+                       "nothing can evaluate it")
+        return (f"model {self.name!r}: {where} contains the undefined function {written}, which "
+                f"{depends}. Write {function} as an expression of its arguments (or a "
+                f"sm.Function subclass with fdiff and a C printing method), or, if it is a signal "
+                f"prescribed in time, make it a time-only input {function}(t) "
+                f"(dynamicsymbols({function!r}))")
+
+    def _refuse_inputs_outside_dynamics(self):
         states = self._states()
         for label, eqs in (("kinematic equations", self.kinematic),
                            ("configuration constraints f_c", self.f_c),
@@ -485,14 +588,24 @@ class Model:
                 raise ModelError(
                     f"model {self.name!r}: the {label} contain time-varying symbols "
                     f"{sorted(map(str, extra))} that are neither coordinates nor speeds; "
-                    "only the dynamic equations may contain inputs")
-        found = sorted(find_dynamicsymbols(self.dynamic, exclude=states), key=sm.default_sort_key)
+                    "only the dynamic equations may contain inputs (a prescribed function of "
+                    "time is written in t itself, dynamicsymbols._t)")
+
+    def _find_inputs(self, inputs, time_varying):
+        """The inputs: given (checked), or every dynamic symbol of the dynamic
+        equations that is not a state. ``time_varying``: the dynamic
+        equations' :func:`_time_varying_atoms` (as SymPy's find_dynamicsymbols
+        sees them: whatever has t as its only free symbol)."""
+        states = self._states()
+        found = sorted((s for s in time_varying if s.free_symbols == {self.time} and s not in states),
+                       key=sm.default_sort_key)
         if inputs is None:
             return found
         inputs = list(inputs)
         for r in inputs:
-            if r in states or not isinstance(r, sm.Function):
-                raise ModelError(f"model {self.name!r}: input {r} must be a dynamic symbol "
+            if r in states or not _is_function_of_time(r, self.time):
+                raise ModelError(f"model {self.name!r}: input {r} must be a dynamic symbol r(t) "
+                                 "(an undefined function of time alone, or its time derivative) "
                                  "that is neither a coordinate nor a speed")
         missing = [r for r in found if r not in inputs]
         if missing:
@@ -518,21 +631,25 @@ class Model:
                 raise ModelError(f"model {self.name!r}: default value of {symbol} is not finite: {value}")
             symbols.append(symbol)
             values.append(value)
+        names = [str(s) for s in symbols]
+        if len(set(names)) != len(names):
+            raise ModelError(f"model {self.name!r}: parameter names must be distinct: {names}")
+        return symbols, values
+
+    def _refuse_undeclared_symbols(self, residuals):
+        """Every constant symbol of the ``residuals`` must be a declared parameter."""
         used = set()
-        for eqs in (self.kinematic, self.f_c, self.f_v, self.dynamic):
+        for eqs in residuals:
             for expr in eqs:
                 used |= expr.free_symbols
         used.discard(self.time)
-        undeclared = sorted((s for s in used if s not in set(symbols)), key=str)
+        declared = set(self.parameters)
+        undeclared = sorted((s for s in used if s not in declared), key=str)
         if undeclared:
             raise ModelError(
                 f"model {self.name!r}: the equations contain symbols that are not declared "
                 f"parameters: {', '.join(map(str, undeclared))}. Pass them in parameters={{...}} "
                 "with default values")
-        names = [str(s) for s in symbols]
-        if len(set(names)) != len(names):
-            raise ModelError(f"model {self.name!r}: parameter names must be distinct: {names}")
-        return symbols, values
 
     def _check_velocity_constraints_hold_df_c_dt(self, qd_of_u, k_kqdot, k_ku, f_k, k_nh, f_nh):
         """The velocity constraints must include the time derivative of the
@@ -547,11 +664,15 @@ class Model:
         lie in the row space of [B_v f_v0]. Checked numerically (no symbolic
         solve) at a few random points on the constraint manifold (random
         independent coordinates, dependent ones by Newton on f_c), seeded so
-        model creation stays deterministic. A row is reported missing only if
-        it fails at every point; if no point on the manifold can be found the
-        check is skipped rather than refuse a model on weak evidence (unless
-        f_v is empty). A row that vanishes identically needs no velocity
-        constraint: the kinematic equations keep f_c constant by themselves.
+        model creation stays deterministic. What no combination reaches is
+        compared with the size of the terms that make up the row (|J_c| |qd|
+        and |df_c/dt|_q|), not with the row itself: a row that vanishes on
+        every motion evaluates to rounding errors of those terms, and must
+        pass (a unit quaternion whose kinematic equations keep lambda .
+        lambda' = 0, with no velocity constraints: d f_c/dt is about 1e-17).
+        A row is reported missing only if it fails at every point; if no point
+        on the manifold can be found the check is skipped rather than refuse a
+        model on weak evidence (unless f_v is empty).
         """
         if not self.l:
             return
@@ -559,30 +680,48 @@ class Model:
         if missing is None and not self.m:
             # no point found to evaluate at; without velocity constraints the
             # model is wrong unless d f_c/dt vanishes identically, so refuse
-            missing = range(self.l)
+            missing = {i: None for i in range(self.l)}
         if missing:
             self._refuse_missing_df_c_dt(qd_of_u, missing)
 
-    def _refuse_missing_df_c_dt(self, qd_of_u, rows):
-        """``qd_of_u``: q' in terms of u (a KanesMethod's own solve), for the message only."""
+    def _refuse_missing_df_c_dt(self, qd_of_u, missing):
+        """``missing``: the rows of d f_c/dt outside the velocity constraints,
+        each with the indices of the speeds it involves at the points checked
+        (None if unknown). ``qd_of_u``: q' in terms of u (a KanesMethod's own
+        solve). Every step costs at most a bounded amount per row, whatever the
+        size of the kinematic equations: the row is written with q' where
+        q'(u) is large (the ball on a spinning disc: pages of trigonometry),
+        and the speeds come from the numeric check, not from the expression."""
         t = self.time
-        readable = {s: sm.Symbol(_name(s)) for s in self.q + self.u}   # x, not x(t)
-        lines = []
-        speeds = set()
-        for i in rows:
-            rate = sm.expand(self.f_c[i].diff(t).xreplace(qd_of_u))
-            speeds |= {u for u in self.u if rate.has(u)}
-            text = str(rate.xreplace(readable))
-            lines.append(f"d/dt f_c[{i}] = {text if len(text) <= 200 else text[:200] + ' ...'}")
-        candidates = [_name(u) for u in self.u if u in speeds and u not in self.u_dependent]
+        lines, speeds = [], set()
+        rates_stay = False
+        for i in missing:
+            rate = self.f_c[i].diff(t)            # in q, q' and t: the size of f_c
+            rates = [qd for qd in self.qd if rate.has(qd)]
+            small = {qd: qd_of_u[qd] for qd in rates
+                     if qd in qd_of_u and not _size_exceeds(qd_of_u[qd], 40)}
+            if len(small) == len(rates):
+                rate = rate.xreplace(small)       # in u: what the user can add as it is
+            else:
+                rates_stay = True
+            lines.append(f"d/dt f_c[{i}] = {_abbreviated(rate.xreplace(_readable_map([rate])))}")
+            speeds |= set(missing[i] or ())
+        notes = []
+        if speeds:
+            notes.append(f"involving the speeds {', '.join(_name(self.u[j]) for j in sorted(speeds))}")
+        if rates_stay:
+            notes.append("q' may stay: KanesMethod and Model's velocity_constraints replace it by "
+                         "the kinematic equations")
+        candidates = [_name(self.u[j]) for j in sorted(speeds) if self.u[j] not in self.u_dependent]
         dependent = [_name(u) for u in self.u_dependent]
         have = (f"f_v has no rows" if not self.m else
                 f"no combination of the {self.m} rows of f_v gives {'it' if len(lines) == 1 else 'them'}")
         raise ModelError(
             f"model {self.name!r}: the velocity constraints must include the time derivative of "
             f"the configuration constraints, but {have}: add " + "; ".join(lines)
-            + f" to velocity_constraints, with u_dependent={dependent} plus one more dependent "
-            f"speed per added constraint (one of {', '.join(candidates) or 'the speeds'})"
+            + " to velocity_constraints" + (f" ({'; '.join(notes)})" if notes else "")
+            + f", with u_dependent={dependent} plus one more dependent speed per added "
+            f"constraint (one of {', '.join(candidates) or 'the speeds'})"
             + ("" if not self.m else ", or correct the velocity constraints"))
 
     # -- default partition of a LagrangesMethod -----------------------------------------
@@ -643,11 +782,26 @@ class Model:
                 f"{len(self.parameters)} parameters)")
 
 
-def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, points=3, attempts=15):
-    """Indices of the rows of d f_c/dt that are not combinations of the rows
-    of f_v at any of ``points`` random points on the constraint manifold
-    (see Model._check_velocity_constraints_hold_df_c_dt); None if no point
-    could be evaluated."""
+def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, points=3, attempts=15,
+                                       tolerance=1e-7):
+    """The rows of d f_c/dt that are not combinations of the rows of f_v at
+    any of ``points`` random points on the constraint manifold (see
+    Model._check_velocity_constraints_hold_df_c_dt), as a dict: row index ->
+    the indices of the speeds the row involves at those points; None if no
+    point could be evaluated.
+
+    At a point, with qd = Q u + qd0 from the kinematic equations
+    (Q = -K^-1 k_ku, qd0 = -K^-1 f_k), row i of d f_c/dt is
+
+        [G_i  g0_i] = [J_c,i Q   J_c,i qd0 + df_c,i/dt|_q]
+
+    and what no combination of the rows of [B_v f_v0] reaches must be small
+    compared with the terms that make up the row,
+
+        [|J_c,i| |Q|   |J_c,i| |qd0| + |df_c,i/dt|_q|]   (entrywise absolute values),
+
+    the size of the rounding errors of a row that vanishes on every motion.
+    """
     import numpy as np
 
     n, o = model.n, model.o
@@ -674,6 +828,7 @@ def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, po
                     for m, shape in zip(evaluate(q, u, time, p), matrices)]
 
     failures = np.zeros(model.l, dtype=int)
+    involved = [set() for _ in range(model.l)]
     valid = 0
     for attempt in range(attempts):
         # small coordinates first, then whole turns (loops that close only far from q = 0)
@@ -704,26 +859,28 @@ def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, po
             continue
         if np.abs(residual).max() > 1e-9 * (1.0 + np.abs(q).max()) or np.linalg.cond(K) > 1e10:
             continue
-        # d f_c/dt = G u + g0 with qd = -K^-1 (k_u u + k_0)
-        G = -J_c @ np.linalg.solve(K, k_u)
-        g0 = (-J_c @ np.linalg.solve(K, k_0) + f_ct).ravel()
-        rates = np.column_stack([G, g0])                      # l x (o + 1)
+        Q = -np.linalg.solve(K, k_u)                          # qd = Q u + qd0
+        qd0 = -np.linalg.solve(K, k_0)
+        rates = np.column_stack([J_c @ Q, J_c @ qd0 + f_ct])  # [G g0], l x (o + 1)
+        terms = np.column_stack([np.abs(J_c) @ np.abs(Q), np.abs(J_c) @ np.abs(qd0) + np.abs(f_ct)])
         constraints = np.column_stack([B_v, f_v0.ravel()])    # m x (o + 1)
         for i, row in enumerate(rates):
-            scale = np.linalg.norm(row)
+            scale = np.linalg.norm(terms[i])
             if scale == 0.0:
                 continue
+            unreached = row
             if model.m:
                 combination = np.linalg.lstsq(constraints.T, row, rcond=None)[0]
-                row = constraints.T @ combination - row     # what no combination reaches
-            if np.linalg.norm(row) > 1e-7 * scale:
+                unreached = row - constraints.T @ combination
+            if np.linalg.norm(unreached) > tolerance * scale:
                 failures[i] += 1
+                involved[i] |= {j for j in range(o) if abs(row[j]) > tolerance * scale}
         valid += 1
         if valid == points:
             break
     if not valid:
         return None
-    return [i for i in range(model.l) if failures[i] == valid]
+    return {i: sorted(involved[i]) for i in range(model.l) if failures[i] == valid}
 
 
 def _unconstrained_dynamics(kane):
@@ -857,6 +1014,105 @@ def _constraint_rows(rows, label, name):
         raise ModelError(f"model {name!r}: {label} entries must be scalar expressions (a Vector "
                          f"needs .dot(N.x), ...), got {bad[0]!r}")
     return sm.Matrix(entries) if entries else sm.zeros(0, 1)
+
+
+def _time_varying_atoms(expression):
+    """The applied undefined functions and the derivatives in ``expression``
+    (a Matrix or an expression), in one walk through it: what
+    ``find_dynamicsymbols`` looks at."""
+    from sympy.core.function import AppliedUndef
+    return expression.atoms(AppliedUndef, sm.Derivative)
+
+
+def _undefined_functions_not_of_time(time_varying, time):
+    """The applications of undefined functions among ``time_varying`` (see
+    :func:`_time_varying_atoms`) whose arguments are not exactly ``(t,)``,
+    in a stable order."""
+    from sympy.core.function import AppliedUndef
+    found = [f for f in time_varying if isinstance(f, AppliedUndef) and f.args != (time,)]
+    return sorted(found, key=sm.default_sort_key)
+
+
+def _without_auxiliary(matrix, kane):
+    """``matrix`` with the auxiliary speeds of ``kane`` and their derivatives
+    set to zero: they are zero on every motion (KanesMethod sets them to zero
+    in Fr*; here in every equation)."""
+    auxiliary = sympy_adapter.auxiliary_speeds(kane)
+    if not auxiliary:
+        return sm.Matrix(matrix) if isinstance(matrix, sm.MatrixBase) else matrix
+    t = dynamicsymbols._t
+    zero = {ua.diff(t): 0 for ua in auxiliary} | {ua: 0 for ua in auxiliary}
+    return (sm.Matrix(matrix) if isinstance(matrix, sm.MatrixBase) else matrix).xreplace(zero)
+
+
+def _time_varying_arguments(application, time):
+    """The time-varying symbols among the arguments of ``application``:
+    dynamic symbols r(t) and their time derivatives, a derivative as a whole
+    (q'(t), not also the q(t) inside it)."""
+    from sympy.core.function import AppliedUndef
+    arguments = sm.Tuple(*application.args)
+    rates = [d for d in arguments.atoms(sm.Derivative) if _is_function_of_time(d, time)]
+    without_rates = arguments.xreplace({d: sm.Dummy() for d in rates})
+    functions = [f for f in without_rates.atoms(AppliedUndef) if f.args == (time,)]
+    return sorted(functions + rates, key=sm.default_sort_key)
+
+
+def _is_function_of_time(expression, time):
+    """``r(t)`` (an undefined function of t alone: a coordinate, a speed or an
+    input) or a time derivative of one."""
+    from sympy.core.function import AppliedUndef
+    if isinstance(expression, sm.Derivative):
+        return (all(variable == time for variable, _ in expression.variable_count)
+                and _is_function_of_time(expression.expr, time))
+    return isinstance(expression, AppliedUndef) and expression.args == (time,)
+
+
+def _readable_map(expressions):
+    """x(t) -> x and its time derivatives -> x', x'' (plain symbols) for the
+    dynamic symbols in ``expressions``: the names a user wrote, for messages.
+    Apply with xreplace (derivatives are whole nodes, replaced first)."""
+    time = dynamicsymbols._t
+    mapping = {}
+    for expression in expressions:
+        for node in expression.atoms(sm.Derivative):
+            if _is_function_of_time(node, time):
+                order = sum(count for _, count in node.variable_count)
+                mapping[node] = sm.Symbol(_name(node.expr) + "'" * order)
+        for node in find_dynamicsymbols(expression):
+            if _is_function_of_time(node, time) and not isinstance(node, sm.Derivative):
+                mapping[node] = sm.Symbol(_name(node))
+    return mapping
+
+
+def _size_exceeds(expression, limit):
+    """Whether ``expression`` has more than ``limit`` nodes; the cost is
+    bounded by ``limit``, whatever the size of the expression."""
+    for count, _ in enumerate(sm.preorder_traversal(expression), start=1):
+        if count > limit:
+            return True
+    return False
+
+
+def _abbreviated(expression, limit=200):
+    """``str(expression)`` cut to about ``limit`` characters, at a cost bounded
+    by ``limit`` (printing a large expression whole can take minutes: the
+    printer orders the terms of every sum). A large sum shows its first small
+    terms and how many more it has; anything else that is large is named by
+    its kind."""
+    if not _size_exceeds(expression, limit):
+        text = str(expression)
+        return text if len(text) <= limit else text[:limit] + " ..."
+    if isinstance(expression, sm.Add):
+        shown, length = [], 0
+        for term in expression.args:
+            if length > limit:
+                break
+            if not _size_exceeds(term, limit // 4):
+                shown.append(str(term))
+                length += len(shown[-1]) + 3
+        rest = len(expression.args) - len(shown)
+        return " + ".join(shown + [f"... ({rest} more terms)"])
+    return f"<a {type(expression).__name__} of more than {limit} operations>"
 
 
 def _name(symbol):

@@ -14,6 +14,22 @@ right numbers.
   cannot become C (an unevaluated Derivative, Subs, DiracDelta) is refused
   with the block and the expression named.
 
+The hardening issue (stage 1):
+
+* An undefined function of the states (``sm.Function("g")(q)``, or its
+  derivative ``Derivative(g(q), q)``) used to pass for an input, and A lost
+  d g/d q; now it is refused in every residual, whether the inputs are given
+  or found, naming the function as written, the equation and what to do.
+  Inputs ``r(t)`` (dynamicsymbols or ``sm.Function("F")(t)``) and their time
+  derivatives ``r'(t)`` (an input column of their own) keep working.
+* The check of d f_c/dt compares what f_v does not reach with the size of
+  the terms that make up d f_c/dt, not with the row itself, so a row that
+  vanishes up to rounding passes (SymPy's implicit-kinematics quaternion
+  body: tests/test_sympy_suite_models.py), and one that is missing does not.
+* A refusal for a missing d f_c/dt comes in about a second whatever the size
+  of the kinematic equations (opty's ball on a spinning disc,
+  tests/user_models/ball_on_spinning_disc.py, ran for more than 23 minutes).
+
 References are closed forms and constrained finite differences
 (tests/reference.py), never values from our own output.
 """
@@ -146,6 +162,172 @@ def test_constraint_kept_by_the_kinematic_equations_needs_no_velocity_constraint
                            output_dir=build_dir)
     A_lin, _ = module.linearize([-math.pi / 2, 0.0, -1.0], [0.0])
     assert np.allclose(np.linalg.eigvals(A_lin), [1j * math.sqrt(9.81), -1j * math.sqrt(9.81)], atol=1e-12)
+
+
+def test_df_c_dt_at_rounding_level_passes_and_a_missing_one_is_refused():
+    """SymPy's implicit-kinematics quaternion body (tests/sympy_models/
+    implicit_kinematics.py), no velocity constraints. With lambda . lambda' = 0
+    among its kinematic equations, d f_c/dt = 2 lambda . lambda' is zero up to
+    rounding (about 1e-17; before, compared with 1e-7 times itself, it was
+    taken for missing): accepted (tests/test_sympy_suite_models.py checks its
+    A and B). With lambda_0' = 0 in its place nothing keeps the norm: d f_c/dt
+    = 2 (lambda_1 lambda_1' + lambda_2 lambda_2' + lambda_3 lambda_3')
+    involves the angular rates P, Q, R, not the velocity U, V, W: refused."""
+    from sympy_models import implicit_kinematics
+    Model(*implicit_kinematics.make_kane(), name="quaternion_norm_kept")
+    kane, parameters, inputs = implicit_kinematics.make_kane(keep_norm=False)
+    with pytest.raises(ModelError, match=r"f_v has no rows: add d/dt f_c\[0\] = .* to velocity_constraints "
+                                         r"\(involving the speeds P, Q, R[;)]"):
+        Model(kane, parameters, inputs, name="quaternion_norm_drifts")
+
+
+# -- 1b. an undefined function of the states is not an input (hardening issue) -------------
+
+
+def mass_on_spring(force=0, kinematic_factor=1, inputs=None, **model_arguments):
+    """A mass m at x on the x axis (speed v) with a spring k and ``force``;
+    the kinematic equation x' - kinematic_factor v = 0."""
+    x, v = me.dynamicsymbols("x v")
+    m, k = sm.symbols("m k")
+    N = me.ReferenceFrame("N")
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", x * N.x)
+    P.set_vel(N, x.diff() * N.x)
+    kane = me.KanesMethod(N, q_ind=[x], u_ind=[v], kd_eqs=[x.diff() - kinematic_factor * v])
+    kane.kanes_equations([me.Particle("P", P, m)], [(P, (-k * x + force) * N.x)])
+    return Model(kane, {m: 2.0, k: 3.0}, inputs, name="mass_on_spring", **model_arguments)
+
+
+X, V, H, F = me.dynamicsymbols("x v h F")
+T = me.dynamicsymbols._t
+G = sm.Function("g")
+
+
+@pytest.mark.parametrize("force, written, depends", [
+    (G(X), "g(x)", r"depends on x \(coordinate\)"),
+    (sm.Derivative(G(X), X), "g(x)", r"depends on x \(coordinate\)"),
+    (G(X).diff(T), "g(x)", r"depends on x \(coordinate\)"),
+    (G(X ** 2).diff(T), "g(x**2)", r"depends on x \(coordinate\)"),
+    (G(X, T), "g(x, t)", r"depends on x \(coordinate\)"),
+    (G(V), "g(v)", r"depends on v \(speed\)"),
+    (G(H) + H, "g(h)", r"is a function of h, not of time alone.*derivative with respect to h"),
+    (G(sm.Symbol("k")), "g(k)", r"has arguments that are not time alone"),
+])
+def test_undefined_function_in_the_dynamics_is_refused_not_taken_for_an_input(force, written, depends):
+    """Before: g(x) became an input (A = [[0, 1], [-k/m, 0]], the spring of g
+    lost), Derivative(g(x), x) too. Refused whether the inputs are found or
+    given, naming the function as written (g(x), not g(x(t))), the equation,
+    and what to do. g(h(t)) with h an input is refused as well: d g/d h
+    belongs in B."""
+    message = (rf"model 'mass_on_spring': dynamic equation 0 contains the undefined function "
+               rf"{re.escape(written)}, which {depends}.*Write g as an expression of its arguments.*"
+               r"time-only input g\(t\) \(dynamicsymbols\('g'\)\)")
+    with pytest.raises(ModelError, match=message):
+        mass_on_spring(force)
+    declared = sorted(me.find_dynamicsymbols(sm.sympify(force), exclude={X, V, X.diff(T)}),
+                      key=sm.default_sort_key)
+    with pytest.raises(ModelError, match=message):
+        mass_on_spring(force, inputs=declared)
+
+
+def test_undefined_function_in_kinematic_equations_and_constraints_is_refused():
+    """The same in the kinematic equations, in configuration and velocity
+    constraints (given to Model), and in a LagrangesMethod."""
+    with pytest.raises(ModelError, match=r"kinematic equation 0 contains the undefined function g\(x\), "
+                                         r"which depends on x \(coordinate\)"):
+        mass_on_spring(kinematic_factor=G(X))
+    with pytest.raises(ModelError, match=r"configuration constraint 0 contains the undefined function "
+                                         r"g\(x\), which depends on x"):
+        mass_on_spring(configuration_constraints=[X - G(X)])
+    with pytest.raises(ModelError, match=r"velocity constraint 0 contains the undefined function "
+                                         r"g\(x'\), which depends on x' \(rate of a coordinate\)"):
+        mass_on_spring(velocity_constraints=[V - G(X.diff(T))])
+
+    m = sm.Symbol("m")
+    N = me.ReferenceFrame("N")
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", X * N.x)
+    P.set_vel(N, X.diff() * N.x)
+    lagrange = me.LagrangesMethod(me.Lagrangian(N, me.Particle("P", P, m)), [X],
+                                  forcelist=[(P, -G(X) * N.x)], frame=N)
+    lagrange.form_lagranges_equations()
+    with pytest.raises(ModelError, match=r"dynamic equation 0 contains the undefined function g\(x\)"):
+        Model(lagrange, {m: 1.0}, name="lagrange_g")
+
+
+def test_inputs_of_time_alone_and_their_derivatives_are_inputs(build_dir):
+    """A spring k and a damper c to a prescribed end r(t) (an input given as
+    sm.Function("r")(t)): m x'' = k (r - x) + c (r' - x'), and a force F(t)
+    (dynamicsymbols). r' is an input column of its own. Closed form:
+    A = [[0, 1], [-k/m, -c/m]], B = [[0, 0, 0], [k/m, c/m, 1/m]] with the
+    inputs (r, r', F) in the order given; found automatically they are the
+    same three."""
+    r = sm.Function("r")(T)
+    c = sm.Symbol("c")
+    x, v = me.dynamicsymbols("x v")
+    m, k = sm.symbols("m k")
+    N = me.ReferenceFrame("N")
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", x * N.x)
+    P.set_vel(N, v * N.x)
+    kane = me.KanesMethod(N, q_ind=[x], u_ind=[v], kd_eqs=[x.diff() - v])
+    kane.kanes_equations([me.Particle("P", P, m)], [(P, (k * (r - x) + c * (r.diff(T) - v) + F) * N.x)])
+    parameters = {m: 2.0, k: 3.0, c: 0.5}
+    found = Model(kane, parameters, name="prescribed_end")
+    assert set(found.inputs) == {r, r.diff(T), F}
+    module = codegen.build(Model(kane, parameters, [r, r.diff(T), F], name="prescribed_end"),
+                           output_dir=build_dir)
+    A, B = module.linearize([0.3], [-0.2], [0.1, 0.4, -0.7])
+    assert_matrices_close(A, [[0, 1], [-3.0 / 2.0, -0.5 / 2.0]], 1e-14)
+    assert_matrices_close(B, [[0, 0, 0], [3.0 / 2.0, 0.5 / 2.0, 1 / 2.0]], 1e-14)
+
+
+# -- 1c. a refusal comes in seconds (hardening issue) -------------------------------------------
+
+
+def test_ball_on_spinning_disc_with_opty_constraints_is_refused_naming_rows_and_speeds():
+    """tests/user_models/ball_on_spinning_disc.py (after opty's example):
+    f_v = [vx - r w2, vy + r w1] is not d f_c/dt of f_c = [x - r a2, y + r a1].
+    Before: Model() ran for more than 23 minutes (an expand in the message).
+    Now refused at once; both rows are named, with q' left in them (q'(u) is
+    pages long), and the speeds they involve: from the 1-2-3 kinematics in
+    closed form (module docstring) w1, w2, vx, vy, not w3."""
+    source = import_user_model("ball_on_spinning_disc")
+    kane, parameters = source.make_kane()
+    with pytest.raises(ModelError) as refused:
+        Model(kane, parameters, name="ball_on_spinning_disc")
+    message = str(refused.value)
+    assert message.startswith("model 'ball_on_spinning_disc': the velocity constraints must include the "
+                              "time derivative of the configuration constraints, but no combination of "
+                              "the 2 rows of f_v gives them: add d/dt f_c[0] = ")
+    assert re.search(r"d/dt f_c\[0\] = [^;]*a2'\*r[^;]*x'; d/dt f_c\[1\] = [^;]*a1'\*r[^;]*y'", message)
+    assert "to velocity_constraints (involving the speeds w1, w2, vx, vy; q' may stay" in message
+    assert "one of w1, w2)" in message and len(message) < 1000
+
+
+def test_abbreviated_text_of_a_large_expression_is_short_and_quick():
+    """The messages print expressions through codegen.model._abbreviated,
+    whose cost is bounded whatever the size: a sum of 20000 products shows
+    a few terms and how many more there are."""
+    from codegen.model import _abbreviated
+    x = sm.symbols("x0:20000")
+    large = sm.Add(*(xi * sm.cos(xi) for xi in x))
+    text = _abbreviated(large)
+    assert len(text) < 300 and text.endswith("more terms)")
+    assert _abbreviated(x[0] * x[1] + 1) == str(x[0] * x[1] + 1)
+
+
+def import_user_model(name):
+    """A file of tests/user_models/ as a module."""
+    import importlib.util
+    path = Path(__file__).resolve().parent / "user_models" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"user_model_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # -- 2. irrational constants are C99 double literals ------------------------------------------

@@ -14,11 +14,17 @@ through the pipeline and checked against independent references:
 Points are consistent (dependent coordinates and speeds solved by the
 reference's Newton) and, where the model allows, not equilibria.
 
+``test_kane.py::test_implicit_kinematics`` (a free body with a unit
+quaternion, implicit kinematic equations that keep the norm, no velocity
+constraints) was refused before the hardening issue: the check of d f_c/dt took the
+rounding-level value of 2 lambda . lambda' for a missing velocity
+constraint. SymPy's test gives no point of interest; ours are a tumbling
+body on both branches of lambda_0.
+
 Not here: ``test_kane3.py`` (the bicycle: tests/test_bicycle*.py),
 ``test_linearize.py``'s Kane rolling disc (the built-in disk,
 tests/test_disk*.py), ``test_kane2.py::test_sub_qdot2`` (no bodies: a zero
-mass matrix, nothing to linearize), ``test_kane.py``'s implicit-kinematics
-quaternion model (no point of interest given), Lagrange models
+mass matrix, nothing to linearize), Lagrange models
 (tests/test_lagrange.py, tests/test_joints_system.py) and ``SymbolicSystem``
 (not a KanesMethod). Models with auxiliary speeds are accepted (issue 12): the
 auxiliary speeds are zero on every motion and do not change the
@@ -42,7 +48,7 @@ from sympy_models import auxiliary_speeds
 
 MODELS = ["kane_two_dof", "kane_rolling_disc", "kane_parallel_axis", "kane4_double_pendulum",
           "kane5_rolling_disc", "linearize_pendulum_nonminimal", "system_cart_pendulum",
-          "jointsmethod_fourbar"]
+          "jointsmethod_fourbar", "implicit_kinematics"]
 
 Case = namedtuple("Case", "name source model compiled ref points")
 _BUILT = {}
@@ -214,6 +220,32 @@ def test_fourbar_state_derivative_matches_the_sympy_test(built):
     forcing = np.array([-0.031211821321648, -0.00066022608181, 0.001813559741243])
     qd, ud = compiled.state_derivative(q, u)
     np.testing.assert_allclose(ud, np.linalg.solve(mass, forcing), rtol=1e-9)
+
+
+def test_implicit_kinematics_quaternion_body(built):
+    """test_kane's quaternion body, accepted (hardening issue): besides SymPy's
+    Linearizer and finite differences (the parametrized tests above), the
+    inputs' columns in closed form. The force F_z along B.z accelerates the
+    mass centre along B.z only, W' = F_z/M + ... (U, V, W are its velocity
+    along the body axes); the torque T_z about B.z drives Euler's equations,
+    J w' = T_z e_z + ... with J = [[J_xx, 0, -J_xz], [0, J_yy, 0], [-J_xz, 0,
+    J_zz]] (SymPy's test gives the product of inertia a minus sign); nothing
+    else depends on them. And the motion keeps the unit norm: lambda .
+    lambda' = 0 at each point."""
+    c = built("implicit_kinematics")
+    p = c.source.PARAMETERS
+    inertia = np.array([[p["J_B_xx"], 0, -p["J_B_xz"]], [0, p["J_B_yy"], 0],
+                        [-p["J_B_xz"], 0, p["J_B_zz"]]])
+    expected = np.zeros((12, 2))                      # states: 6 coordinates, U V W P Q R
+    expected[8, 1] = 1 / p["M_B"]
+    expected[9:12, 0] = np.linalg.solve(inertia, [0.0, 0.0, 1.0])
+    for q, u, r in c.points:
+        quaternion = q[[6, 0, 1, 2]]                  # lambda_0 is the last coordinate
+        assert abs(np.dot(quaternion, quaternion) - 1) < 1e-14
+        assert_matrices_close(c.compiled.linearize(q, u, r)[1], expected, 1e-12)
+        qd, _ = c.compiled.state_derivative(q, u, r)
+        assert abs(np.dot(quaternion, qd[[6, 0, 1, 2]])) < 1e-14 * np.abs(qd).max()
+    assert c.points[1][0][6] < 0 < c.points[0][0][6]    # both branches of lambda_0
 
 
 # -- auxiliary speeds (issue 12) -------------------------------------------------------------
