@@ -1,24 +1,33 @@
-"""Command line of codegen.
+"""Command line of codegen: build models, export their C, study them.
 
+    python -m codegen list                       the built-in models and their operating points
     python -m codegen build disk                 derive, generate, compile; print eigenvalues
     python -m codegen build my_model.py:make     the same for a user's model
     python -m codegen export disk --dir out/     self-contained C folder with Makefile
     python -m codegen sweep bicycle --param v --from 0 --to 10 --num 201
                                                  eigenvalues vs speed: CSV, PNG, weave/capsize
-    python -m codegen bench [disk ...] [--quick]  time per point: ours (C, batch, Python),
+    python -m codegen bench disk --quick         time per point: ours (C, batch, Python),
                                                  CasADi, SymPy's routes; build stages; targets
     python -m codegen scaling --sizes 2 4 8 16   n-link cart chain: build stages and time per
                                                  point vs n (table, CSV, PNG)
     python -m codegen equilibria fourbar --coordinate phi --from -3 --to 3 --num 25
                                                  equilibria from guesses along one coordinate,
                                                  with eigenvalues and stability
-    python -m codegen list                       the built-in models
+
+python -m codegen COMMAND --help lists the options of a command.
+
+Exit status: 0 done; 2 the command line is wrong (argparse's usage message:
+an unknown option, a value of the wrong kind or out of range, an option the
+command needs); 1 the command could not be done (one line on stderr starting
+with "error:": the model file, the build, an operating point, a file that
+cannot be written).
 """
 
 from __future__ import annotations
 
 import argparse
 import keyword
+import math
 import os
 import sys
 import textwrap
@@ -102,6 +111,10 @@ def _build_and_load(spec, output_dir, force=False, progress=None):
     return artifact, module, model_module, formed, time.perf_counter() - started
 
 
+# what `build` prints for a model made without Model(..., description=...)
+NO_DESCRIPTION = "(no description: Model(..., description=\"...\") gives one)"
+
+
 def command_build(args):
     from .pipeline import terminal_progress
 
@@ -114,7 +127,7 @@ def command_build(args):
             progress.close()
     name = module.name
 
-    print(f"model {name}: {module.description}")
+    print(f"model {name}: {module.description or NO_DESCRIPTION}")
     print(f"  coordinates q ({module.nq}, dependent {[module.q_names[i] for i in module.dependent_q]}): "
           f"{', '.join(module.q_names)}")
     print(f"  speeds u ({module.nu}, dependent {[module.u_names[i] for i in module.dependent_u]}): "
@@ -163,8 +176,13 @@ def command_export(args):
     return 0
 
 
+class CommandError(Exception):
+    """A command that is well formed but cannot be done (e.g. its output
+    cannot be written): ``main`` prints ``error: <message>`` and returns 1."""
+
+
 def _positive_count(text):
-    """argparse type of --num: a whole number >= 1."""
+    """argparse type of --num, --batch, --repeats, --sizes: a whole number >= 1."""
     try:
         value = int(text)
     except ValueError:
@@ -174,9 +192,29 @@ def _positive_count(text):
     return value
 
 
+def _finite(text):
+    """argparse type of --from, --to: a finite number (not nan or inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _seconds(text):
+    """argparse type of the time limits: a finite number of seconds > 0."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a time in seconds > 0, got {text!r}")
+    return value
+
+
 def _assignment(text):
-    """argparse type of --set: name=number -> (name, value); a whole number
-    stays an int (e.g. branch=1 picks a root by index)."""
+    """argparse type of --set and --param: name=number -> (name, value), the
+    number finite; a whole number stays an int (e.g. branch=1 picks a root by
+    index)."""
     key, equals, value = text.partition("=")
     if not equals or not key.strip():
         raise argparse.ArgumentTypeError(f"expected name=value (e.g. lean=0.2), got {text!r}")
@@ -185,7 +223,41 @@ def _assignment(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"the value of {key.strip()!r} must be a number, "
                                          f"got {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"the value of {key.strip()!r} must be a finite number, "
+                                         f"got {value!r}")
     return key.strip(), number
+
+
+def _check_writable_file(path, option):
+    """Refuse, before any work, an output file that cannot be written: it is
+    opened for appending (which leaves an existing file as it is) and removed
+    again if it did not exist."""
+    path = Path(path)
+    existed = path.exists()
+    try:
+        with path.open("a"):
+            pass
+    except OSError as error:
+        raise CommandError(f"cannot write {path} ({error.strerror or error}): choose another "
+                           f"{option}") from None
+    if not existed:
+        path.unlink()
+
+
+def _check_writable_folder(path, option):
+    """Create the output folder ``path`` (and its parents) if needed and check
+    that a file can be written in it, before any work."""
+    import tempfile
+
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise CommandError(f"cannot write into {path} ({error.strerror or error}): choose another "
+                           f"{option}") from None
 
 
 def command_sweep(args):
@@ -195,17 +267,23 @@ def command_sweep(args):
     from .sweep import sweep, write_csv, write_png
 
     if args.model not in BUILTIN:
-        raise SystemExit("sweep needs a built-in model (its operating-point family)")
+        args.parser.error(f"sweep needs a built-in model (its operating points), one of "
+                          f"{', '.join(sorted(BUILTIN))}; got {args.model!r}")
     model_module = builtin_module(args.model)
     defaults = getattr(model_module, "SWEEP", {})
     point = args.point or defaults.get("point") or model_module.DEFAULT_OPERATING_POINT[0]
     param = args.param or defaults.get("param")
     if not param:
-        raise SystemExit("give --param (an argument of the operating point, e.g. v)")
+        args.parser.error(f"give --param (an argument of the operating point {point!r} of "
+                          f"{args.model}, e.g. v)")
     states = args.states or defaults.get("states", ())
     fixed = dict(args.set or [])
-    # a wrong --param, --point or --set fails here, before the build
+    # a wrong --param, --point or --set, or an output that cannot be written,
+    # fails here, before the build
     operating_point(args.model, point, **{**fixed, param: args.start})
+    out = Path(args.out or f"sweep_{args.model}_{param}")
+    for path in (out.with_suffix(".csv"), out.with_suffix(".png")):
+        _check_writable_file(path, "--out")
     progress = _build_progress(terminal_progress())
     try:
         artifact, _ = build_builtin(args.model, args.output_dir, progress=progress)
@@ -219,7 +297,6 @@ def command_sweep(args):
 
     result = sweep(module, make_point, param, args.start, args.stop, args.num, states, fixed,
                    defaults.get("mode_names"))
-    out = Path(args.out or f"sweep_{args.model}_{param}")
     csv_path = write_csv(result, out.with_suffix(".csv"))
     param_label, unit = defaults.get("param_label"), defaults.get("param_unit")
     if param_label is None and param in _PARAMETER_LABELS:
@@ -353,6 +430,10 @@ def command_bench(args):
     if args.routes:
         changes["sympy_routes"] = tuple(args.routes)
     settings = make(**changes)
+    if args.json:
+        _check_writable_file(args.json, "--json")
+    if args.work_dir:
+        _check_writable_folder(args.work_dir, "--work-dir")
     reports = bench.run(args.models or None, settings, out=lambda text: print(text, flush=True),
                         progress=terminal_progress() or _plain_progress)
     if args.json:
@@ -364,6 +445,7 @@ def command_scaling(args):
     from .bench import scaling
     from .pipeline import terminal_progress
 
+    _check_writable_folder(args.out, "--out")
     scaling.run(args.sizes, closed=args.closed, out_dir=args.out, repeats=args.repeats,
                 batch_size=args.batch, progress=terminal_progress() or _plain_progress,
                 casadi_limit=args.casadi_limit if args.casadi else None,
@@ -470,22 +552,27 @@ def command_equilibria(args):
 def command_list(args):
     from .models import BUILTIN, builtin_module
 
+    rows = [("model", "operating points", "description")]
     for name in sorted(BUILTIN):
         module = builtin_module(name)
-        points = ", ".join(module.OPERATING_POINTS)
-        print(f"{name:<12} {module.DESCRIPTION}  (operating points: {points})")
+        rows.append((name, ", ".join(module.OPERATING_POINTS), module.DESCRIPTION))
+    widths = [max(len(row[column]) for row in rows) for column in range(2)]
+    for name, points, description in rows:
+        print(f"{name:<{widths[0]}}  {points:<{widths[1]}}  {description}")
     return 0
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
+    # the raw formatter keeps the docstring's examples one per line
+    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
     build = commands.add_parser("build", help="derive, generate and compile a model")
     build.add_argument("model", help="built-in name (see 'list') or path/to/file.py:function")
     build.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
     build.add_argument("--output-dir", default=None, help="default: generated/ (or $CODEGEN_OUTPUT_DIR)")
-    build.set_defaults(run=command_build)
+    build.set_defaults(run=command_build, parser=build)
 
     export = commands.add_parser("export", help="write a self-contained C folder (C, header, "
                                  "Makefile, CMakeLists.txt, example main.c)")
@@ -493,14 +580,17 @@ def main(argv=None):
     export.add_argument("--dir", required=True, help="destination folder")
     export.add_argument("--force", action="store_true", help="rebuild even if cached")
     export.add_argument("--output-dir", default=None, help="where builds are cached")
-    export.set_defaults(run=command_export)
+    export.set_defaults(run=command_export, parser=export)
 
     sweep = commands.add_parser("sweep", help="eigenvalues versus an operating-point parameter: "
                                 "CSV, PNG and where stability changes")
     sweep.add_argument("model", help="built-in name")
     sweep.add_argument("--param", help="operating-point argument to vary (default: the model's, e.g. v)")
-    sweep.add_argument("--from", dest="start", type=float, default=0.0)
-    sweep.add_argument("--to", dest="stop", type=float, default=10.0)
+    sweep.add_argument("--from", dest="start", type=_finite, default=0.0,
+                       help="first value of the parameter (default 0)")
+    sweep.add_argument("--to", dest="stop", type=_finite, default=10.0,
+                       help="last value of the parameter (default 10; below --from: a descending "
+                       "sweep)")
     sweep.add_argument("--num", type=_positive_count, default=201)
     sweep.add_argument("--point", help="operating-point family (default: the model's)")
     sweep.add_argument("--states", nargs="*", help="state names whose block of A is analysed")
@@ -508,16 +598,16 @@ def main(argv=None):
                        help="other operating-point arguments, name=value")
     sweep.add_argument("--out", help="output path without suffix (default: sweep_<model>_<param>)")
     sweep.add_argument("--output-dir", default=None, help="where builds are cached")
-    sweep.set_defaults(run=command_sweep)
+    sweep.set_defaults(run=command_sweep, parser=sweep)
 
     bench = commands.add_parser("bench", help="time per operating point of our module (bare C, "
                                 "batch, single call), CasADi and SymPy's routes; build stages")
     bench.add_argument("models", nargs="*", help="built-in names or path/to/file.py:function "
                        "(default: disk, and bicycle when it is built in)")
     bench.add_argument("--quick", action="store_true", help="fewer and shorter repeats")
-    bench.add_argument("--sympy-limit", type=float, default=300.0, metavar="SECONDS",
+    bench.add_argument("--sympy-limit", type=_seconds, default=300.0, metavar="SECONDS",
                        help="time limit of each SymPy route, run in a subprocess (default 300)")
-    bench.add_argument("--casadi-limit", type=float, default=300.0, metavar="SECONDS",
+    bench.add_argument("--casadi-limit", type=_seconds, default=300.0, metavar="SECONDS",
                        help="time limit of CasADi's code generation and of its compilation "
                        "(default 300)")
     bench.add_argument("--no-casadi", action="store_true", help="skip CasADi")
@@ -525,26 +615,31 @@ def main(argv=None):
     bench.add_argument("--routes", nargs="+", choices=["linearizer", "symbolic_AB", "symbolic_MAB",
                                                         "finite_differences"],
                        help="only these SymPy routes")
-    bench.add_argument("--batch", type=int, default=None, help="points in the batch call (10000)")
+    bench.add_argument("--batch", type=_positive_count, default=None,
+                       help="points in the batch call (default 10000)")
     bench.add_argument("--work-dir", default=None,
                        help="keep the builds and C files here (default: a temporary directory)")
     bench.add_argument("--json", default=None, help="also write the results as JSON")
-    bench.set_defaults(run=command_bench)
+    bench.set_defaults(run=command_bench, parser=bench)
 
     scale = commands.add_parser("scaling", help="n-link pendulum on a cart for several n: time of "
                                 "each build stage and per point (table, CSV, PNG)")
-    scale.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 6, 8, 10, 12, 14, 16])
+    scale.add_argument("--sizes", type=_positive_count, nargs="+",
+                       default=[2, 4, 6, 8, 10, 12, 14, 16],
+                       help="numbers of links n, each >= 1 (default 2 4 ... 16)")
     scale.add_argument("--closed", action="store_true",
                        help="close the loop (tip on a vertical line: one configuration constraint)")
     scale.add_argument("--out", default="scaling", help="output folder for scaling.csv and "
                        "scaling.png (default: scaling/)")
-    scale.add_argument("--repeats", type=int, default=7, help="repeats of each timing (default 7)")
-    scale.add_argument("--batch", type=int, default=10000, help="points in the batch call")
+    scale.add_argument("--repeats", type=_positive_count, default=7,
+                       help="repeats of each timing (default 7)")
+    scale.add_argument("--batch", type=_positive_count, default=10000,
+                       help="points in the batch call (default 10000)")
     scale.add_argument("--casadi", action="store_true", help="also CasADi's C for the same "
                        "mathematics: size, generation and compile time, time per call")
-    scale.add_argument("--casadi-limit", type=float, default=300.0, metavar="SECONDS",
+    scale.add_argument("--casadi-limit", type=_seconds, default=300.0, metavar="SECONDS",
                        help="time limit of CasADi's generation and of its compilation (default 300)")
-    scale.set_defaults(run=command_scaling)
+    scale.set_defaults(run=command_scaling, parser=scale)
 
     equilibria = commands.add_parser(
         "equilibria", help="static equilibria found from guesses along one coordinate, with "
@@ -552,26 +647,34 @@ def main(argv=None):
     equilibria.add_argument("model", help="built-in name or path/to/file.py:function")
     equilibria.add_argument("--coordinate", required=True,
                             help="the coordinate whose guesses are scanned (a name of q)")
-    equilibria.add_argument("--from", dest="start", type=float, required=True)
-    equilibria.add_argument("--to", dest="stop", type=float, required=True)
+    equilibria.add_argument("--from", dest="start", type=_finite, required=True,
+                            help="first guess of the coordinate")
+    equilibria.add_argument("--to", dest="stop", type=_finite, required=True,
+                            help="last guess of the coordinate")
     equilibria.add_argument("--num", type=_positive_count, default=25,
                             help="number of guesses (default 25)")
     equilibria.add_argument("--param", action="append", type=_assignment,
                             help="a parameter value, name=value (repeatable)")
     equilibria.add_argument("--force", action="store_true", help="rebuild even if cached")
     equilibria.add_argument("--output-dir", default=None, help="where builds are cached")
-    equilibria.set_defaults(run=command_equilibria)
+    equilibria.set_defaults(run=command_equilibria, parser=equilibria)
 
     listing = commands.add_parser("list", help="list the built-in models")
-    listing.set_defaults(run=command_list)
+    listing.set_defaults(run=command_list, parser=listing)
 
     args = parser.parse_args(argv)
     from .errors import CodegenError
     try:
         return args.run(args)
-    except CodegenError as error:
+    except (CodegenError, CommandError, OSError) as error:
+        # OSError: a file system failure that the checks before the work could not foresee
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C: the kernels and builds stop within a fraction of a second and
+        # leave nothing half written (builds are installed atomically)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.machinery
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -172,25 +174,81 @@ def build(model, output_dir=None, force=False, progress=None):
 
 
 def load_model_file(spec):
-    """The Model returned by ``function`` in ``path/to/file.py:function``."""
+    """The Model returned by ``function`` in ``path/to/file.py:function``.
+
+    Whatever goes wrong on the way (no such file, a directory, a syntax error,
+    an exception while the file runs or the function runs, a function that
+    needs arguments) is a :class:`ModelError` naming the file, the function and
+    what to do; the original exception is its ``__cause__``."""
     path, _, function = str(spec).rpartition(":")
     if not path or not function:
         raise ModelError(f"expected path/to/file.py:function, got {spec!r}")
     path = Path(path)
     if not path.exists():
         raise ModelError(f"model file {path} does not exist")
-    module_name = f"codegen_user_model_{abs(hash(str(path.resolve())))}"
-    module_spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    if not path.is_file():
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise ModelError(f"model file {path} is {what}: give the Python file that defines "
+                         f"{function}(), as path/to/file.py:{function}")
+    module = _run_model_file(path)
     try:
         make = getattr(module, function)
     except AttributeError:
         raise ModelError(f"{path} has no function {function!r}") from None
-    model = make()
+    if not callable(make):
+        raise ModelError(f"{path}: {function!r} is not a function (it is of type "
+                         f"{type(make).__name__}): give a function that returns a codegen.Model")
+    try:
+        inspect.signature(make).bind()
+    except TypeError:
+        raise ModelError(f"{path}: {function}{inspect.signature(make)} needs arguments, but it is "
+                         "called without any: give its arguments defaults, or write a function "
+                         "without arguments that calls it") from None
+    except ValueError:      # no signature to inspect (a builtin): let the call decide
+        pass
+    try:
+        model = make()
+    except Exception as error:
+        raise ModelError(f"{spec}: {function}() raised {_where(error, path)}") from error
     if not isinstance(model, Model):
         raise ModelError(f"{spec} returned {type(model).__name__}, expected codegen.Model")
     return model
+
+
+def _run_model_file(path):
+    """Execute the model file ``path`` as a module of its own (not in sys.modules)."""
+    module_name = f"codegen_user_model_{abs(hash(str(path.resolve())))}"
+    # an explicit loader: the file need not end in .py
+    loader = importlib.machinery.SourceFileLoader(module_name, str(path))
+    module_spec = importlib.util.spec_from_file_location(module_name, path, loader=loader)
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as error:
+        if error.filename and Path(error.filename).resolve() != path.resolve():
+            raise ModelError(f"model file {path} could not be run: SyntaxError in a file it "
+                             f"imports, {error.filename}, line {error.lineno}: {error.msg}"
+                             ) from error
+        raise ModelError(f"model file {path} is not valid Python: {error.msg} (line {error.lineno})"
+                         ) from error
+    except ModuleNotFoundError as error:
+        raise ModelError(f"model file {path} could not be run: {_where(error, path)}"
+                         + (f"; install {error.name} or correct the import" if error.name else "")
+                         ) from error
+    except Exception as error:
+        raise ModelError(f"model file {path} could not be run: {_where(error, path)}") from error
+    return module
+
+
+def _where(error, path):
+    """``"TypeName: message (file.py, line N)"``: the exception and the last line
+    of ``path`` its traceback passed through."""
+    import traceback
+
+    text = f"{type(error).__name__}: {error}"
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if Path(frame.filename) == path or Path(frame.filename) == path.resolve()]
+    return text + (f" ({path.name}, line {lines[-1]})" if lines else "")
 
 
 def operating_point(model_name, point_name, parameters=None, t=0.0, **kwargs):

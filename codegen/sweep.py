@@ -26,7 +26,7 @@ UNSTABLE = 1e-12
 class Transition:
     value: float          # parameter value where stability changes
     mode: str             # "oscillatory" or "real": the mode that is unstable on one side
-    unstable_side: str    # "below" or "above"
+    unstable_side: str    # "below" or "above": smaller or larger values, whichever way the sweep ran
     name: str = ""        # model's name for the mode, e.g. "weave"
 
 
@@ -92,7 +92,9 @@ def _transitions(system, values, growth, mode_names):
                 low = middle
             else:
                 high = middle
-        side = "below" if unstable[i] else "above"
+        # below/above are about the parameter's values, not the sweep's direction
+        unstable_below = unstable[i] if values[i] < values[i + 1] else unstable[i + 1]
+        side = "below" if unstable_below else "above"
         witness = growth[i][1] if unstable[i] else growth[i + 1][1]
         mode = "oscillatory" if abs(witness.imag) > 1e-9 * max(1.0, abs(witness)) else "real"
         value = 0.5 * (low + high)
@@ -162,8 +164,8 @@ def _stable_intervals(result):
     """(start, stop) ranges of the parameter where no eigenvalue that is not a
     structural zero has a positive real part: between the transitions, judged
     at the sample nearest each range's middle."""
-    edges = [float(result.values[0])] + sorted(t.value for t in result.transitions) + \
-        [float(result.values[-1])]
+    edges = [float(result.values.min())] + sorted(t.value for t in result.transitions) + \
+        [float(result.values.max())]
     intervals = []
     for low, high in zip(edges[:-1], edges[1:]):
         i = int(np.argmin(np.abs(result.values - 0.5 * (low + high))))
@@ -223,10 +225,11 @@ def sweep_figure(result, title, param_label=None, unit=""):
     if _stable_intervals(result):
         ax.fill_between([], [], color="tab:green", alpha=0.12,
                         label="stable: no eigenvalue with positive real part")
-    span = float(result.values[-1] - result.values[0]) or 1.0
+    lowest, highest = float(result.values.min()), float(result.values.max())
+    span = (highest - lowest) or 1.0
     for i, t in enumerate(sorted(result.transitions, key=lambda t: t.value)):
         ax.axvline(t.value, color="dimgrey", linewidth=1.0, linestyle="--")
-        right = (t.value - result.values[0]) / span > 0.75     # label left of the line
+        right = (t.value - lowest) / span > 0.75     # label left of the line
         what = f"{t.name} speed" if t.name else f"{t.mode} mode"
         what += f": unstable {t.unstable_side}"
         ax.text(t.value, 0.98 - 0.1 * (i % 2),     # neighbours' labels alternate in height
@@ -239,8 +242,8 @@ def sweep_figure(result, title, param_label=None, unit=""):
     margin = 0.08 * max(high - low, 1e-9)
     room = 2.5 if len(result.transitions) < 2 else 4.0   # for the labels at the top
     ax.set_ylim(low - margin, high + room * margin)
-    if result.values[-1] > result.values[0]:
-        ax.set_xlim(result.values[0], result.values[-1])
+    if highest > lowest:      # the axis increases also for a descending sweep
+        ax.set_xlim(lowest, highest)
     ax.set_xlabel(f"{label}{units}")
     ax.set_ylabel("eigenvalue: real part [1/s], |imaginary part| [rad/s]")
     ax.set_title(title, fontsize=11)

@@ -115,3 +115,25 @@ def test_scaling_writes_table_csv_and_png(tmp_path, capsys):
         return
     png = tmp_path / "scaling.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("changes", [dict(batch_size=0), dict(batch_size=-1), dict(c_repeats=0),
+                                     dict(batch_repeats=2.5), dict(sympy_limit=float("nan")),
+                                     dict(casadi_limit=0.0), dict(c_repeat_seconds=-1.0)])
+def test_settings_refuse_counts_and_times_that_cannot_be(changes):
+    """A batch of 0 points divided by zero, -1 gave negative times per point."""
+    from codegen.errors import InputError
+    with pytest.raises(InputError, match=next(iter(changes))):
+        bench.Settings.quick(**changes)
+
+
+@pytest.mark.parametrize("arguments, message", [(dict(sizes=[-2]), "size n"),
+                                                (dict(sizes=[]), "at least one size"),
+                                                (dict(sizes=[2], repeats=0), "repeats"),
+                                                (dict(sizes=[2], batch_size=0), "batch_size")])
+def test_scaling_refuses_bad_arguments_before_building(tmp_path, arguments, message):
+    from codegen.bench import scaling
+    from codegen.errors import InputError
+    with pytest.raises(InputError, match=message):
+        scaling.run(out_dir=tmp_path / "out", out=lambda text: None, **arguments)
+    assert not (tmp_path / "out").exists()

@@ -1,6 +1,7 @@
 """The user's path: the CLI on a model, the build cache, atomic installation."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 
 import codegen
 from codegen import compile as compile_stage
-from codegen.errors import BuildError
+from codegen.__main__ import main
+from codegen.errors import BuildError, ModelError
 from codegen.pipeline import build_artifact
 
 USER_MODEL = '''
@@ -55,7 +57,7 @@ def test_cli_build_disk_prints_eigenvalues(tmp_path):
     assert "(cached build)" in again.stdout and "compile" not in again.stdout.split("timings:")[1].split("output:")[0]
 
 
-def test_cli_builds_a_user_file_and_list_names_builtins(tmp_path):
+def test_cli_builds_a_user_file(tmp_path):
     model_file = tmp_path / "spring.py"
     model_file.write_text(USER_MODEL)
     result = run_cli("build", f"{model_file}:make_model", "--output-dir", str(tmp_path / "out"))
@@ -63,10 +65,8 @@ def test_cli_builds_a_user_file_and_list_names_builtins(tmp_path):
     # x'' = (F - k x - c x')/m: eigenvalues of [[0, 1], [-4, -0.2]]
     expected = np.linalg.eigvals([[0.0, 1.0], [-4.0, -0.2]])
     assert f"{expected[0].real:.6g}" in result.stdout
-    listing = run_cli("list")
-    assert listing.returncode == 0
-    from codegen.models import BUILTIN
-    assert [line.split()[0] for line in listing.stdout.splitlines()] == sorted(BUILTIN)
+    # a model without a description says so instead of printing nothing
+    assert "model spring: (no description" in result.stdout
 
 
 def test_cli_reports_model_errors(tmp_path):
@@ -75,6 +75,144 @@ def test_cli_reports_model_errors(tmp_path):
     result = run_cli("build", f"{model_file}:make_model", "--output-dir", str(tmp_path))
     assert result.returncode == 1
     assert "not declared parameters: c" in result.stderr
+
+
+def test_cli_list_aligns_its_columns(capsys):
+    from codegen.models import BUILTIN
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[0] == "model"
+    assert [line.split()[0] for line in lines[1:]] == sorted(BUILTIN)
+    # every column starts where its title does, whatever the names' lengths
+    for title in ("operating points", "description"):
+        column = lines[0].index(title)
+        for line in lines[1:]:
+            assert line[column - 2:column] == "  " and line[column] != " ", (title, line)
+
+
+def test_cli_help_keeps_its_examples_one_per_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out
+    assert "\n    python -m codegen list                       the built-in models" in printed
+    assert "\n    python -m codegen build disk                 derive, generate" in printed
+
+
+# -- clean errors: nothing on the command line ends in a traceback ---------------------------
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """The commands' work (builds, benchmark, scaling study) fails the test if it
+    starts: a bad argument must be refused before it."""
+    import codegen.__main__ as cli
+    from codegen import bench, pipeline
+    from codegen.bench import scaling
+
+    def started(*args, **kwargs):
+        raise AssertionError("the command started its work despite a bad argument")
+    monkeypatch.setattr(cli, "_build_and_load", started)
+    monkeypatch.setattr(pipeline, "build_builtin", started)
+    monkeypatch.setattr(bench, "run", started)
+    monkeypatch.setattr(scaling, "run", started)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ("sweep disk --from nan", "argument --from: expected a finite number, got 'nan'"),
+    ("sweep disk --to inf", "argument --to: expected a finite number"),
+    ("sweep disk --set lean=nan", "the value of 'lean' must be a finite number"),
+    ("sweep disk --num 0", "argument --num: expected a whole number >= 1"),
+    ("equilibria fourbar --coordinate phi --from 0 --to 1 --param c=inf",
+     "the value of 'c' must be a finite number, got 'inf'"),
+    ("equilibria fourbar --coordinate phi --from=-inf --to 1", "argument --from: expected a finite"),
+    ("bench disk --batch 0", "argument --batch: expected a whole number >= 1, got 0"),
+    ("bench disk --batch -1", "argument --batch: expected a whole number >= 1, got -1"),
+    ("bench disk --sympy-limit 0", "argument --sympy-limit: expected a time in seconds > 0"),
+    ("bench disk --casadi-limit nan", "argument --casadi-limit: expected a finite number"),
+    ("scaling --sizes -2", "argument --sizes: expected a whole number >= 1, got -2"),
+    ("scaling --sizes 2 0", "argument --sizes: expected a whole number >= 1, got 0"),
+    ("scaling --repeats 0", "argument --repeats: expected a whole number >= 1, got 0"),
+    ("scaling --batch 0", "argument --batch: expected a whole number >= 1, got 0"),
+    ("scaling --casadi --casadi-limit -5", "argument --casadi-limit: expected a time in seconds"),
+])
+def test_cli_refuses_bad_numbers_before_any_work(no_work, capsys, arguments, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(arguments.split())
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_sweep_of_a_user_file_is_a_usage_error(no_work, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", f"{tmp_path / 'model.py'}:make_model"])
+    assert exit_.value.code == 2
+    assert "sweep needs a built-in model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("arguments, option", [
+    ("sweep disk --param v --out {missing}/sweep", "--out"),
+    ("sweep disk --param v --out /proc/x", "--out"),
+    ("bench disk --json {missing}/bench.json", "--json"),
+    ("bench disk --work-dir {file}/work", "--work-dir"),
+    ("scaling --sizes 2 --out {file}/scaling", "--out"),
+])
+def test_cli_refuses_an_output_it_cannot_write_before_any_work(no_work, capsys, tmp_path,
+                                                                arguments, option):
+    (tmp_path / "file").write_text("")
+    arguments = arguments.format(missing=tmp_path / "missing", file=tmp_path / "file")
+    if "/proc/" in arguments and not Path("/proc").is_dir():
+        pytest.skip("no /proc here")
+    assert main(arguments.split()) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write") and f"choose another {option}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# (file name, its text, the function the CLI calls, what the error says)
+BAD_MODEL_FILES = [
+    ("needs.py", "def make_model(n):\n    return None\n", "make_model",
+     r"make_model\(n\) needs arguments.*give its arguments defaults"),
+    ("number.py", "make_model = 3\n", "make_model", r"'make_model' is not a function \(it is of type int\)"),
+    ("folder.py", None, "make_model", r"model file .*folder.py is a directory"),
+    ("syntax.py", "def make_model(:\n    pass\n", "make_model",
+     r"model file .*syntax.py is not valid Python: .* \(line 1\)"),
+    ("imports.py", "import codegen_no_such_module\n", "make_model",
+     r"model file .*imports.py could not be run: ModuleNotFoundError: No module named "
+     r"'codegen_no_such_module' \(imports.py, line 1\); install codegen_no_such_module"),
+    ("raises.py", "from codegen.errors import ModelError\n\ndef make_model():\n"
+     "    raise ModelError('no such body')\n", "make_model",
+     r"raises.py:make_model: make_model\(\) raised ModelError: no such body \(raises.py, line 4\)"),
+    ("fails.py", "def make_model():\n    return 1 / 0\n", "make_model",
+     r"fails.py:make_model: make_model\(\) raised ZeroDivisionError: division by zero "
+     r"\(fails.py, line 2\)"),
+]
+
+
+@pytest.mark.parametrize("name, text, function, message", BAD_MODEL_FILES,
+                         ids=[case[0] for case in BAD_MODEL_FILES])
+def test_bad_model_files_are_model_errors_and_one_line_cli_errors(tmp_path, capsys, name, text,
+                                                                  function, message):
+    path = tmp_path / name
+    if text is None:
+        path.mkdir()
+    else:
+        path.write_text(text)
+    with pytest.raises(ModelError, match=message):
+        codegen.load_model_file(f"{path}:{function}")
+    assert main(["build", f"{path}:{function}", "--output-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+    assert re.search(message, err), err
+
+
+def test_cli_error_of_a_model_file_has_no_traceback(tmp_path):
+    """The same as a newcomer sees it: one line, exit status 1."""
+    path = tmp_path / "broken.py"
+    path.write_text("def make_model():\n    return undefined_name\n")
+    result = run_cli("build", f"{path}:make_model", "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
+    assert "NameError: name 'undefined_name' is not defined (broken.py, line 2)" in result.stderr
 
 
 def test_import_generated_package(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import signal
@@ -38,6 +39,14 @@ class Settings:
     seed: int = 0
     work_dir: str | None = None    # keep builds and C files here (default: a temporary dir)
 
+    def __post_init__(self):
+        for name in ("c_repeats", "py_repeats", "batch_size", "batch_repeats",
+                     "linearizer_repeats", "lambdified_repeats"):
+            check_count(getattr(self, name), name)
+        for name in ("c_repeat_seconds", "py_repeat_seconds", "lambdified_repeat_seconds",
+                     "sympy_limit", "casadi_limit"):
+            check_seconds(getattr(self, name), name)
+
     @classmethod
     def quick(cls, **changes):
         values = dict(c_repeats=5, c_repeat_seconds=0.003, py_repeats=3, py_repeat_seconds=0.01,
@@ -45,6 +54,21 @@ class Settings:
                       lambdified_repeat_seconds=0.02)
         values.update(changes)
         return cls(**values)
+
+
+def check_count(value, name):
+    """Refuse a repeat count or size that is not a whole number >= 1 (InputError)."""
+    from ..errors import InputError
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def check_seconds(value, name):
+    """Refuse a duration or time limit that is not a finite number of seconds > 0 (InputError)."""
+    from ..errors import InputError
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(value) and value > 0):
+        raise InputError(f"{name} must be a finite number of seconds > 0, got {value!r}")
 
 
 def say(progress, message):

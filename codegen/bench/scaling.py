@@ -29,7 +29,8 @@ import numpy as np
 from .build import copy_c_sources, derivation_of, forced_build
 from .c_driver import c_loop_seconds, compile_object, run_c_driver
 from .casadi import casadi_available, generate_casadi
-from .common import Settings, system_line
+from ..errors import InputError
+from .common import Settings, check_count, check_seconds, system_line
 from .points import benchmark_points
 from .python_calls import batch_threads, time_batch, time_single_call
 
@@ -225,6 +226,15 @@ def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, pr
         out=print, work_dir=None, casadi_limit=None):
     """Measure every size, print the table, write CSV and PNG; returns (rows, csv, png)."""
     sizes = list(sizes)
+    # refuse bad arguments before the first build, not after it
+    if not sizes:
+        raise InputError("give at least one size n (number of links)")
+    for n in sizes:
+        check_count(n, "each size n (number of links)")
+    check_count(repeats, "repeats")
+    check_count(batch_size, "batch_size")
+    if casadi_limit is not None:
+        check_seconds(casadi_limit, "casadi_limit")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = "scaling_closed" if closed else "scaling"
