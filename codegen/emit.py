@@ -27,7 +27,7 @@ import sympy as sm
 from . import __version__
 from .printer import ModelCodePrinter
 from .status import STATUSES
-from .procedure import Factor, completion_steps, procedure
+from .procedure import ARRAYS, INDEX_SETS, Factor, completion_steps, partition_steps, procedure
 from .straight_line import StraightLine
 
 
@@ -227,7 +227,22 @@ def environment():
     )
     env.filters["c_string"] = _c_string
     env.filters["c_double"] = _c_double
+    env.globals["raise_error"] = _raise_error
     return env
+
+
+def _array_size(shape, prefix):
+    """The C expression of the size of a procedure array (rows x columns)."""
+    def terms(names):
+        text = " + ".join("1" if t == "one" else f"{prefix}_{t.upper()}" for t in names)
+        return f"({text})" if len(names) > 1 else text
+    return f"{terms(shape[0])} * {terms(shape[1])}"
+
+
+def _raise_error(message):
+    """Stops the rendering: a template met data it cannot lay out (e.g. a step
+    kind without a looped rendering)."""
+    raise ValueError(f"generating C: {message}")
 
 
 def _c_string(text):
@@ -268,6 +283,10 @@ STRAIGHT_LINE_LIMIT = 4000
 # only after the straight-line solution (it reads its K_c, K_v, A', B')
 STRAIGHT_LINE_REQUIRES = {"solution": ("kinematic_rates", "dynamic_rates"),
                           "local_chart": ("solution",)}
+
+# arrays of the local chart stage (procedure.ARRAYS), in the workspace for its looped rendering
+CHART_ARRAYS = ("N_qT", "N_uT", "L_chart_q", "L_chart_u", "KN", "W", "minus_C1NqT", "HT", "GA",
+                "A_local", "B_local")
 
 
 def emit(derivation, progress=None, straight_line_limit=None):
@@ -336,10 +355,14 @@ def emit(derivation, progress=None, straight_line_limit=None):
         renderings=renderings,
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
+        partition_steps=partition_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
         derivation_stages=d.stages,
+        index_sets=INDEX_SETS,
+        # the workspace arrays of the local chart's looped rendering
+        chart_arrays=[(name, _array_size(ARRAYS[name], d.name.upper())) for name in CHART_ARRAYS],
     )
     env = environment()
     files = {

@@ -48,3 +48,15 @@ class MultipleRootWarning(UserWarning):
     """``complete`` converged where J_c P_qd is (nearly) singular: a multiple
     root of f_c, where Newton's method converges slowly and the dependent
     coordinates are only accurate to about sqrt(tol)."""
+
+
+class NotSteadyWarning(UserWarning):
+    """The operating point is not steady in the chart of the result: some of
+    the chart's essential states (those the equations depend on) change along
+    the motion there. A is still the linearization at the point in that
+    chart, but the point is no equilibrium of the linearized equations: its
+    eigenvalues depend on the chart and do not describe stability. A static
+    equilibrium is steady in every chart; a steady motion (a rolling wheel,
+    a bicycle at speed) in a chart whose states it keeps constant, such as
+    the model's own partition. The message names the states; pass
+    ``steady_tol=None`` to skip the check."""

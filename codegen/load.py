@@ -16,7 +16,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from .compile import BUILD_RECORD, read_record, resolve_output_dir
+from .compile import BUILD_RECORD, build_problem, read_record, resolve_output_dir
 from .errors import BuildError
 
 # A concurrent forced rebuild may remove the build a link led to between
@@ -37,6 +37,17 @@ def _import_build(package_dir):
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
+    except ImportError as error:
+        del sys.modules[module_name]
+        # a damaged build (a truncated or altered file) says so, and how to
+        # rebuild it; a binary that is intact but does not load, why
+        problem = build_problem(package_dir, record)
+        name = record["name"]
+        what = f"damaged ({problem})" if problem else f"not importable here ({error})"
+        raise BuildError(
+            f"the build of {name!r} in {package_dir} is {what}: rebuild it with python -m codegen "
+            f"build {name} --force (a user model: python -m codegen build path/to/file.py:function "
+            "--force, or codegen.build(model, force=True))") from error
     except BaseException:
         del sys.modules[module_name]
         raise

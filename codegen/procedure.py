@@ -62,10 +62,11 @@ ARRAYS = {
     "A_full": (("nq", "nw"), ("nx",)), "B_full": (("nq", "nw"), ("nr",)),
     # the local chart at a regular point (transposed: the partition's index
     # sets select columns)
-    "G_q": (("nqi",), ("nqi",)), "G_u": (("nui",), ("nui",)),
+    "A": (("nx",), ("nx",)), "B": (("nx",), ("nr",)),
     "N_qT": (("nqi",), ("nq",)), "N_uT": (("nui",), ("nu",)),
-    "KN": (("nv",), ("nqi",)), "W": (("nui",), ("nqi",)), "minus_T_uqT": (("nqi",), ("nu",)),
-    "HT": (("nx",), ("nx",)), "P": (("nx",), ("nx",)),
+    "L_chart_q": (("nqi",), ("nqi",)), "L_chart_u": (("nui",), ("nui",)),
+    "KN": (("nv",), ("nqi",)), "W": (("nui",), ("nqi",)), "minus_C1NqT": (("nqi",), ("nu",)),
+    "HT": (("nx",), ("nx",)), "GA": (("nx",), ("nx",)),
     "A_local": (("nx",), ("nx",)), "B_local": (("nx",), ("nr",)),
 }
 
@@ -86,7 +87,7 @@ class View:
     col_start: tuple = ()
     cols: tuple | None = None
     index: str | None = None
-    transposed: bool = False   # read as the transpose (straight-line code only)
+    transposed: bool = False   # read as the transpose (never written so)
 
     @property
     def row_count(self):
@@ -97,6 +98,15 @@ class View:
         if self.index is not None:
             return INDEX_SETS[self.index]
         return ARRAYS[self.array][1] if self.cols is None else self.cols
+
+    @property
+    def read_rows(self):
+        """The rows of the matrix the view reads (its columns when transposed)."""
+        return self.col_count if self.transposed else self.row_count
+
+    @property
+    def read_cols(self):
+        return self.row_count if self.transposed else self.col_count
 
     @property
     def stride(self):
@@ -165,45 +175,36 @@ class Multiply:
 
 
 @dataclass(frozen=True)
-class Gram:
-    """``out = I + a^T a`` (symmetric positive definite, eigenvalues >= 1)."""
+class Orthonormalize:
+    """The orthonormal basis of a partition's chart: with C = [I; -K] (the
+    identity in the rows of ``independent``, -K in those of ``dependent``;
+    C = C_0 for K = K_c, C_2 for K = K_u), the thin QR factorization
+    C = N L^T with L lower triangular and a positive diagonal (unique: the
+    Gram-Schmidt orthonormalization of C's columns, in the order of the
+    independent coordinates or speeds). ``basis`` receives N^T; the factor
+    L is kept as ``name`` for :class:`TriangularMultiply`. The straight-line
+    rendering takes L from the Cholesky factorization of C^T C = I + K^T K
+    (its pivots are at least 1: no pivoting) and PIVOT_REJECTED where that
+    matrix's trace exceeds ``straight_line.GRAM_LIMIT`` (the basis would lose
+    orthogonality) or a pivot fell below 1/2 (rounding); the looped one uses
+    Householder reflections, orthonormal to rounding however skewed the
+    partition."""
 
-    kind = "gram"
-    out: View
-    a: View
-    what: str = ""
-
-
-@dataclass(frozen=True)
-class Cholesky:
-    """The Cholesky factor L (``matrix = L L^T``) of a matrix made by
-    :class:`Gram`, kept as ``name``: its pivots are at least 1, so it needs
-    no pivoting. PIVOT_REJECTED where the matrix's trace exceeds
-    ``straight_line.GRAM_LIMIT`` (a partition so skewed that the basis made
-    with the factor would lose orthogonality) or a pivot fell below 1/2
-    (rounding)."""
-
-    kind = "cholesky"
+    kind = "orthonormalize"
     name: str
-    matrix: View
+    basis: View
+    K: View
+    dependent: str
+    independent: str
     what: str = ""
 
 
 @dataclass(frozen=True)
-class SolveLower:
-    """``out = L^-1 out`` with the Cholesky factor ``factor``."""
+class TriangularMultiply:
+    """``out = L^T out`` with the factor L of :class:`Orthonormalize` ``factor``."""
 
-    kind = "solve_lower"
+    kind = "triangular_multiply"
     factor: str
-    out: View
-    what: str = ""
-
-
-@dataclass(frozen=True)
-class Identity:
-    """``out = I`` (a square view)."""
-
-    kind = "identity"
     out: View
     what: str = ""
 
@@ -246,15 +247,19 @@ class SelectRows:
 
 @dataclass(frozen=True)
 class RankCertificate:
-    """PIVOT_REJECTED unless ``matrix`` (rows <= cols) certainly has full row
-    rank at the run-time tolerance: with matrix matrix^T = L L^T (Cholesky),
-    sigma_min >= 1 / ||L^-1||_F and sigma_max <= ||matrix||_F, and the check
-    asks sigma_min / sigma_max > 2 rank_tol of these bounds, with the bounds'
-    ratio below 1e6 (so the Gram matrix's rounding cannot matter). Where it
-    fails the general path decides the rank from the SVD."""
+    """Full row rank of ``matrix`` (rows <= cols) at the run-time tolerance.
+    The straight-line rendering certifies it without an SVD: with matrix
+    matrix^T = L L^T (Cholesky), sigma_min >= 1 / ||L^-1||_F and sigma_max <=
+    ||matrix||_F, and the check asks sigma_min / sigma_max > 2 rank_tol of
+    these bounds, with the bounds' ratio below 1e6 (so the Gram matrix's
+    rounding cannot matter); where it fails, PIVOT_REJECTED, and the general
+    path decides the rank from the SVD. The looped rendering runs after that
+    SVD and checks its rank, the workspace's ``rank``
+    (RANK_DEFICIENT otherwise)."""
 
     kind = "rank_certificate"
     matrix: View
+    rank: str
     what: str = ""
 
 
@@ -360,57 +365,66 @@ def completion_steps(stages):
         speeds=(factor["v"], Solve("v", View("f_v"), what="the step (B_v P_ud)^-1 f_v")))
 
 
+def partition_steps(stages):
+    """The steps of the solution stage that make a partition's K_c and K_v
+    (factor J_c P_qd and B_v P_ud, solve): the local form in a partition's
+    chart with looped code starts with them."""
+    solution = next(stage for stage in stages if stage.name == "solution")
+    return solution.steps[:4]
+
+
 def _local_chart():
-    """The local form at a regular point, from the default partition (DESIGN.md
-    section 3b): C_0 = P_qi - P_qd K_c spans null(J_c), and with C_0^T C_0 =
-    I + K_c^T K_c = L_q L_q^T, N_q = C_0 L_q^-T is an orthonormal basis of it
-    (the Gram-Schmidt orthonormalization of C_0's columns, in the order of the
-    independent coordinates); likewise N_u = C_2 L_u^-T for null(B_v). The
-    minimum-norm C_1 = -B_v^+ J_vq is the partition's -P_ud K_q with its part
-    in null(B_v) removed, so C_1 N_q = -P_ud K_q N_q + N_u W with W = N_u^T
-    P_ud K_q N_q. The independent rows of the embedding T are H, x_p = H x,
-    and A = [N_q^T A'_q; N_u^T A'_u] H, B = [0; N_u^T B'_u] (A', B' of the
-    solution: all coordinates and speeds over the partition's states).
-    Everything is kept transposed, so the partition's index sets select
-    columns. Straight-line code only: without it the general path (SVDs) runs."""
-    K_u_T = View("K_v", col_start=("nq",), cols=("nui",), transposed=True)
+    """The local form at a regular point in the chart of a partition (DESIGN.md
+    section 3c): the partition's own linearization A, B (the solution's, in
+    the workspace's ``A`` and ``B``), written in orthonormal bases of the
+    admissible perturbations, so a similarity transform of A (same
+    eigenvalues, at steady motions too).
+
+    C_0 = P_qi - P_qd K_c spans null(J_c); C_0 = N_q L_q^T (Orthonormalize)
+    gives the basis N_q (the Gram-Schmidt orthonormalization of C_0's
+    columns); likewise C_2 = N_u L_u^T for null(B_v). The minimum-norm C_1 =
+    -B_v^+ J_vq is the partition's -P_ud K_q with its part in null(B_v)
+    removed, so C_1 N_q = -P_ud K_q N_q + N_u W with W = N_u^T P_ud K_q N_q.
+    The local states x = [y; z] (dq = N_q y, du = C_1 dq + N_u z) and the
+    partition's x_p = [dq_i; du_i] are related by x = G x_p and x_p = H x,
+    G = [[L_q^T, 0], [-W L_q^T, L_u^T]], H (the independent rows of the
+    embedding T) its inverse: A_local = G A H, B_local = G B = [0; L_u^T B_u]
+    (the partition's B has no coordinate rows). Everything is kept transposed
+    where the partition's index sets select columns."""
     return (
-        RankCertificate(View("J_c"), what="J_c has full rank"),
-        RankCertificate(View("B_v"), what="B_v has full rank"),
-        Gram(View("G_q"), View("K_c"), what="G_q = C_0^T C_0 = I + K_c^T K_c"),
-        Cholesky("chart_q", View("G_q"), what="G_q = L_q L_q^T"),
-        Identity(View("N_qT", index="independent_q")),
-        Copy(View("N_qT", index="dependent_q"), View("K_c", transposed=True), negate=True,
-             what="C_0^T"),
-        SolveLower("chart_q", View("N_qT"), what="N_q^T = L_q^-1 C_0^T"),
-        Gram(View("G_u"), K_u, what="G_u = C_2^T C_2 = I + K_u^T K_u"),
-        Cholesky("chart_u", View("G_u"), what="G_u = L_u L_u^T"),
-        Identity(View("N_uT", index="independent_u")),
-        Copy(View("N_uT", index="dependent_u"), K_u_T, negate=True, what="C_2^T"),
-        SolveLower("chart_u", View("N_uT"), what="N_u^T = L_u^-1 C_2^T"),
+        RankCertificate(View("J_c"), "rank_c", what="J_c has full rank"),
+        RankCertificate(View("B_v"), "rank_v", what="B_v has full rank"),
+        Orthonormalize("chart_q", View("N_qT"), View("K_c"), "dependent_q", "independent_q",
+                       what="C_0 = N_q L_q^T"),
+        Orthonormalize("chart_u", View("N_uT"), K_u, "dependent_u", "independent_u",
+                       what="C_2 = N_u L_u^T"),
         Multiply(View("KN"), K_q, View("N_qT", transposed=True), what="K_q N_q"),
         Multiply(View("W"), View("N_uT", index="dependent_u"), View("KN"),
                  what="W = N_u^T P_ud K_q N_q"),
-        Zero(View("minus_T_uqT")),
-        Copy(View("minus_T_uqT", index="dependent_u"), View("KN", transposed=True),
+        Zero(View("minus_C1NqT")),
+        Copy(View("minus_C1NqT", index="dependent_u"), View("KN", transposed=True),
              what="(P_ud K_q N_q)^T"),
-        SubtractProduct(View("minus_T_uqT"), View("W", transposed=True), View("N_uT"),
+        SubtractProduct(View("minus_C1NqT"), View("W", transposed=True), View("N_uT"),
                         what="-(C_1 N_q)^T = (P_ud K_q N_q - N_u W)^T"),
         Copy(View("HT", rows=("nqi",), cols=("nqi",)), View("N_qT", index="independent_q"),
              what="H^T: the independent rows of T, transposed"),
         Zero(View("HT", row_start=("nqi",), rows=("nui",), cols=("nqi",))),
         Copy(View("HT", rows=("nqi",), col_start=("nqi",), cols=("nui",)),
-             View("minus_T_uqT", index="independent_u"), negate=True),
+             View("minus_C1NqT", index="independent_u"), negate=True),
         Copy(View("HT", row_start=("nqi",), rows=("nui",), col_start=("nqi",), cols=("nui",)),
              View("N_uT", index="independent_u")),
-        Multiply(View("P", rows=("nqi",)), View("N_qT"), View("A_full", rows=("nq",)),
-                 what="N_q^T A'_q"),
-        Multiply(View("P", row_start=("nqi",), rows=("nui",)), View("N_uT"),
-                 View("A_full", row_start=("nq",), rows=("nu",)), what="N_u^T A'_u"),
-        Multiply(View("A_local"), View("P"), View("HT", transposed=True), what="A = P H"),
+        Copy(View("GA"), View("A"), what="G A: the partition's A in the local states' rows"),
+        TriangularMultiply("chart_q", View("GA", rows=("nqi",)), what="L_q^T A_qi"),
+        TriangularMultiply("chart_u", View("GA", row_start=("nqi",), rows=("nui",)),
+                           what="L_u^T A_ui"),
+        SubtractProduct(View("GA", row_start=("nqi",), rows=("nui",)), View("W"),
+                        View("GA", rows=("nqi",)), what="L_u^T A_ui - W L_q^T A_qi"),
+        Multiply(View("A_local"), View("GA"), View("HT", transposed=True), what="A = G A H"),
         Zero(View("B_local", rows=("nqi",))),
-        Multiply(View("B_local", row_start=("nqi",), rows=("nui",)), View("N_uT"),
-                 View("B_full", row_start=("nq",), rows=("nu",)), what="B = [0; N_u^T B'_u]"),
+        Copy(View("B_local", row_start=("nqi",), rows=("nui",)),
+             View("B", row_start=("nqi",), rows=("nui",))),
+        TriangularMultiply("chart_u", View("B_local", row_start=("nqi",), rows=("nui",)),
+                           what="B = [0; L_u^T B_ui]"),
         LocalOutputs(),
     )
 
@@ -429,6 +443,6 @@ def procedure(kinematic_identity):
         Stage("jacobians", "jacobians", (), "the Jacobian blocks at (q, qd*, u, ud*, r, t)"),
         Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
         Stage("local_chart", None, _local_chart(),
-              "the local form at a regular point, from the default partition",
-              reads_stored=("A_full", "B_full")),
+              "the local form at a regular point, in a partition's chart",
+              reads_stored=("A", "B")),
     )

@@ -189,9 +189,12 @@ class KaneReference:
         return float(t), list(np.asarray(q, float)), list(u), list(r), list(p)
 
     def partition(self, dependent_q=None, dependent_u=None):
-        """Index arrays (dq, qi, du, ui) of a partition, default the kane's."""
-        dq = [self.q.index(s) for s in self.q_dep] if dependent_q is None else list(dependent_q)
-        du = [self.u.index(s) for s in self.u_dep] if dependent_u is None else list(dependent_u)
+        """Index arrays (dq, qi, du, ui) of a partition (indices or names),
+        default the kane's."""
+        dq = [self.q.index(s) for s in self.q_dep] if dependent_q is None else \
+            self._indices(dependent_q, self.q)
+        du = [self.u.index(s) for s in self.u_dep] if dependent_u is None else \
+            self._indices(dependent_u, self.u)
         qi = complement(self.nq, dq)
         ui = complement(self.nu, du)
         return dq, qi, du, ui
@@ -562,11 +565,25 @@ class KaneReference:
         return SimpleNamespace(Q_q=Q_q, Q_u=Q_u, G_q=S_a @ R_aq + S_d @ R_dq,
                                G_u=S_a @ R_au + S_d @ R_du, G_r=S_d @ R_dr)
 
-    def local_state_space(self, q, u, r=None, p=None, t=0.0, rank_tol=None, partition=None):
-        """The local state-space form at (q, u, r, p, t): A, B in the
-        orthonormal null-space coordinates of the point (Spencer's thesis,
-        ch. 3: y = V_2^T q; here also for the speeds), defined at regular and
-        singular points alike. This docstring is the spec of the generated C.
+    def local_state_space(self, q, u, r=None, p=None, t=0.0, rank_tol=None, partition=None,
+                          chart="auto"):
+        """The local state-space form at (q, u, r, p, t): A, B in orthonormal
+        coordinates of the admissible perturbations at the point (Spencer's
+        thesis, ch. 3: y = V_2^T q; here also for the speeds), defined at
+        regular and singular points alike.
+
+        **Chart** (``chart``; DESIGN.md section 3c): ``"auto"`` (the default,
+        as the generated C): where J_c and B_v have full rank, a partition's
+        chart written in orthonormal bases: the model's default partition
+        where its blocks are well conditioned (:func:`_well_conditioned`),
+        else the pivoted one (:meth:`automatic_partition`); N_q, N_u the
+        orthonormalization (QR with a positive R diagonal) of that
+        partition's C_0 and C_2, and A = G A_p G^-1, B = G B_p with A_p, B_p
+        the selection chart of that partition below (Peterson's A) and G the
+        map of its states to y = N_q^T delta q, z = N_u^T delta u. Where a
+        rank drops, and always with ``chart="null space"``: the null spaces'
+        chart below, whose A differs from every partition's at points that
+        are not steady in it.
 
         **Equations** (all o speeds, multiplier form; :meth:`multiplier_equations`):
         kinematics ``f_k(q, qd, u, t) = 0`` (n), dynamics
@@ -660,7 +677,12 @@ class KaneReference:
 
         Returns :class:`LocalStateSpace`.
         """
+        if chart not in ("auto", "null space"):
+            raise ValueError(f"chart must be 'auto' or 'null space', not {chart!r}")
         point = self.operating_blocks(q, u, r, p, t, rank_tol)
+        full = point.svd_c.rank == len(point.blocks.J_c) and point.svd_v.rank == len(point.blocks.B_v)
+        if partition is None and chart == "auto" and full:
+            return self._partition_chart(q, u, r, p, t, rank_tol, point)
         b, c, v = point.blocks, point.svd_c, point.svd_v
         acc = self._acceleration_map(point)
         N_q, N_u = c.N, v.N
@@ -694,21 +716,54 @@ class KaneReference:
                                sigma_c=c.s, sigma_v=v.s, qd=point.qd, ud=point.ud,
                                lam=point.lam, kkt_residual=point.kkt_residual,
                                rank_tol=point.rank_tol, dependent_q=dependent_q,
-                               dependent_u=dependent_u)
+                               dependent_u=dependent_u,
+                               chart="null space" if partition is None else "selection")
 
     def automatic_partition(self, q, u, r=None, p=None, t=0.0, rank_tol=None):
-        """Dependent coordinates and speeds by name: the pivot columns of a
+        """Dependent coordinates and speeds by name: for the coordinates and
+        the speeds separately, the model's default where its block is well
+        conditioned (:func:`_well_conditioned`), else the pivot columns of a
         column-pivoted QR (Businger-Golub: at each step the column of largest
-        remaining norm, the first one on ties) of J_c and of B_v, as many as
-        their ranks (SVD, ``rank_tol``). The complement is independent on
-        null(J_c) (null(B_v)) at the point, also where the ranks drop."""
+        remaining norm, the first one on ties) of J_c (B_v), as many as its
+        rank (SVD, ``rank_tol``). The complement is independent on null(J_c)
+        (null(B_v)) at the point, also where the ranks drop."""
         point = self.operating_blocks(q, u, r, p, t, rank_tol)
         dq, du = self._pivoted_partition(point)
         return [_name(self.q[i]) for i in dq], [_name(self.u[i]) for i in du]
 
     def _pivoted_partition(self, point):
         b = point.blocks
-        return (_pivot_columns(b.J_c, point.svd_c.rank), _pivot_columns(b.B_v, point.svd_v.rank))
+        default_q, _, default_u, _ = self.partition()
+        dependent_q = self._indices(default_q, self.q)
+        dependent_u = self._indices(default_u, self.u)
+        if not (point.svd_c.rank == len(b.J_c) and _well_conditioned(b.J_c, dependent_q)):
+            dependent_q = _pivot_columns(b.J_c, point.svd_c.rank)
+        if not (point.svd_v.rank == len(b.B_v) and _well_conditioned(b.B_v, dependent_u)):
+            dependent_u = _pivot_columns(b.B_v, point.svd_v.rank)
+        return sorted(dependent_q), sorted(dependent_u)
+
+    def _partition_chart(self, q, u, r, p, t, rank_tol, point):
+        """The local form in the chart of the partition _pivoted_partition
+        chooses, in the orthonormal bases of its C_0 and C_2 (see
+        :meth:`local_state_space`)."""
+        dependent_q, dependent_u = self._pivoted_partition(point)
+        selected = self.local_state_space(q, u, r, p, t, rank_tol, partition=(dependent_q, dependent_u))
+        nq_i = selected.embedding.shape[1] - (self.nu - point.svd_v.rank)
+        C_0 = selected.embedding[:self.nq, :nq_i]           # K_q of the selection chart
+        C_2 = selected.embedding[self.nq:, nq_i:]           # K_u
+
+        def orthonormal(C):
+            Q, R = np.linalg.qr(C)
+            return Q * np.sign(np.diag(R)) if C.size else Q
+
+        N_q, N_u = orthonormal(C_0), orthonormal(C_2)
+        projection = np.block([[N_q.T, np.zeros((N_q.shape[1], self.nu))],
+                               [np.zeros((N_u.shape[1], self.nq)), N_u.T]])
+        G = projection @ selected.embedding                  # x_local = G x_partition
+        H = np.linalg.inv(G)
+        return LocalStateSpace(**{**vars(selected), "A": G @ selected.A @ H, "B": G @ selected.B,
+                                  "N_q": N_q, "N_u": N_u, "embedding": selected.embedding @ H,
+                                  "chart": "partition"})
 
     def descriptor(self, q, u, r=None, p=None, t=0.0, rank_tol=None):
         """(E, A, B) of the linearized, index-reduced descriptor form
@@ -989,6 +1044,30 @@ def _rank_revealing(matrix, tol):
     pinv = V[:, :rank] @ np.diag(1.0 / s[:rank]) @ U[:, :rank].T
     left = U[:, rank:]
     return SimpleNamespace(rank=rank, s=s, N=V[:, rank:], pinv=pinv, P_left=left @ left.T)
+
+
+# a partition block whose condition estimate exceeds this is ill conditioned:
+# the generated C's 1 / CONDITION_RTOL (IllConditionedWarning)
+ILL_CONDITIONED = 1e4
+
+
+def _well_conditioned(jacobian, dependent):
+    """Whether the block of the ``dependent`` columns of a constraint Jacobian
+    is well conditioned in the generated C's sense: its condition estimate,
+    the Jacobian's largest absolute entry over the smallest pivot of LU with
+    partial pivoting, at most :data:`ILL_CONDITIONED`."""
+    block = np.array(jacobian, float)[:, list(dependent)]
+    if block.size == 0:
+        return True
+    n = block.shape[0]
+    for k in range(n):                   # LU with partial pivoting: the pivots
+        row = k + int(np.argmax(np.abs(block[k:, k])))
+        block[[k, row]] = block[[row, k]]
+        if block[k, k] == 0.0:
+            return False
+        block[k + 1:, k:] -= np.outer(block[k + 1:, k] / block[k, k], block[k, k:])
+    smallest = np.abs(np.diag(block)).min()
+    return np.abs(jacobian).max() / smallest <= ILL_CONDITIONED
 
 
 def _pivot_columns(matrix, rank):

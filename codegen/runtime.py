@@ -9,18 +9,21 @@ NumPy, so loading a generated module does not load SymPy.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
 import threading
 import types
 import warnings
+import concurrent.futures
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import errors
-from .errors import EvaluationError, IllConditionedWarning, InputError, MultipleRootWarning
+from .errors import (EvaluationError, IllConditionedWarning, InputError, MultipleRootWarning,
+                     NotSteadyWarning)
 from .partition import complement
 from .status import CODES, STATUSES
 
@@ -34,6 +37,7 @@ SINGULAR_VELOCITY_PARTITION = CODES["SINGULAR_VELOCITY_PARTITION"]
 SINGULAR_M_UU = CODES["SINGULAR_M_UU"]
 NONFINITE_RESULT = CODES["NONFINITE_RESULT"]
 NO_CONVERGENCE = CODES["NO_CONVERGENCE"]
+NO_PROGRESS = CODES["NO_PROGRESS"]
 RANK_DEFICIENT = CODES["RANK_DEFICIENT"]
 
 _EXCEPTION = {s.code: getattr(errors, s.exception) for s in STATUSES if s.exception}
@@ -45,6 +49,14 @@ _EXCEPTION = {s.code: getattr(errors, s.exception) for s in STATUSES if s.except
 # code in all: below that, starting threads costs more than it saves.
 PARALLEL_THRESHOLD = 2048
 PARALLEL_WORK = 1_000_000
+# the most threads a batch may ask for (threads=...); a batch runs on at most
+# as many threads as it has points, and on at most as many at once as the
+# machine has cores (the others wait their turn)
+MAX_THREADS = 1024
+# operations of generated code between two looks for Ctrl-C in a kernel's loop
+# (about 10 ms of work on a current core): Ctrl-C stops a batch, an
+# equilibrium or a completion within about that
+CHECK_WORK = 10_000_000
 _CORES = os.cpu_count() or 1
 _pool_lock = threading.Lock()
 _pool = None
@@ -73,18 +85,30 @@ def _executor():
         return _pool
 
 
+def check_every(work_per_point, iterations=1):
+    """Points (or iterations of an iterating kernel, each ``iterations``
+    times the work of a point) between two looks for Ctrl-C."""
+    return max(1, CHECK_WORK // max(1, int(work_per_point) * iterations))
+
+
 def run_batch(function, n, inputs, options, outputs, threads=None, work_per_point=1):
-    """``function(n, *inputs, *options, *outputs)`` -> (status, index), split
-    into contiguous chunks of points run concurrently when the batch is large.
+    """``function(n, *inputs, *options, *outputs, check_every, cancel)`` ->
+    (status, index), split into contiguous chunks of points run concurrently
+    when the batch is large.
 
     ``inputs`` and ``outputs`` hold one row per point (or, for inputs, one shared
-    row); ``threads`` defaults to the number of cores. Returns the status of the
-    first failing point in batch order and its index."""
+    row); ``threads`` defaults to the number of cores, and is at most ``n``.
+    Returns the status of the first failing point in batch order and its
+    index. Ctrl-C stops the batch within about CHECK_WORK operations: the
+    kernel raises KeyboardInterrupt in the main thread, and the other chunks,
+    cancelled, return before it is re-raised (no thread keeps running)."""
+    every = check_every(work_per_point)
+    cancel = np.zeros(1, dtype=np.intc)
     if threads is None:
         threads = _CORES if n * work_per_point >= PARALLEL_WORK else 1
-    threads = max(1, int(threads))
+    threads = max(1, min(int(threads), n))
     if threads == 1 or n < PARALLEL_THRESHOLD:
-        return function(n, *inputs, *options, *outputs)
+        return function(n, *inputs, *options, *outputs, every, cancel)
     bounds = np.linspace(0, n, threads + 1).astype(int)
     chunks = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
@@ -94,9 +118,19 @@ def run_batch(function, n, inputs, options, outputs, threads=None, work_per_poin
     def part(chunk):
         start, stop = chunk
         return function(stop - start, *[rows(a, start, stop) for a in inputs], *options,
-                        *[rows(a, start, stop) for a in outputs])
+                        *[rows(a, start, stop) for a in outputs], every, cancel)
 
-    results = list(_executor().map(part, chunks))
+    futures = [_executor().submit(part, chunk) for chunk in chunks]
+    try:
+        results = [future.result() for future in futures]
+    except BaseException:
+        # Ctrl-C (or another error) while waiting: stop the other chunks and
+        # wait for them, so nothing runs on after the exception
+        cancel[0] = 1
+        for future in futures:
+            future.cancel()
+        concurrent.futures.wait(futures)
+        raise
     for (start, stop), (status, index) in zip(chunks, results):
         if status != OK:
             return status, start + index
@@ -119,7 +153,10 @@ _BLOCK_DESCRIPTIONS = {
 }
 
 
-_INT_MAX = 2**31 - 1   # the C int of max_iter
+# the most iterations equilibrium and complete may be asked for: Newton's
+# method converges in tens where it converges at all (and both stop early
+# when the residual stops decreasing)
+MAX_ITER = 100_000
 
 # complete() warns of a multiple root when the condition estimate of J_c P_qd
 # at the converged point exceeds MULTIPLE_ROOT / sqrt(tol): at a double root
@@ -129,6 +166,11 @@ _INT_MAX = 2**31 - 1   # the C int of max_iter
 MULTIPLE_ROOT = 1e-2
 
 AUTO = "auto"   # dependent_q/dependent_u: chosen at each point (column-pivoted QR)
+
+# the default steady_tol: a rate of an essential state of the result's chart
+# above STEADY_TOL times the largest rate (at least 1) makes the point not
+# steady in that chart (NotSteadyWarning)
+STEADY_TOL = 1e-6
 
 
 def _estimate(value):
@@ -160,6 +202,37 @@ def _plain_number(value):
     return isinstance(value, float) or (isinstance(value, int) and abs(value) < 1e308)
 
 
+def _available_memory():
+    """Bytes of memory available to a new allocation: MemAvailable on Linux,
+    the physical memory elsewhere (None if unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _memory_explained(method):
+    """A batch too large for memory raises InputError saying so (NumPy's
+    MemoryError names the size), not a bare MemoryError."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except MemoryError as error:
+            raise InputError(
+                f"{self.name}: {method.__name__}: the batch does not fit in memory ({error}); "
+                "split it into smaller batches, e.g. over the blocks of a dask.array "
+                "(README, Batches)") from None
+    return wrapper
+
+
 class _Batch:
     """Arguments flattened to one row per point (or one shared row)."""
 
@@ -167,6 +240,19 @@ class _Batch:
         self.shape = shape
         self.size = math.prod(shape)
         self.arrays = arrays
+
+    def check_fits(self, name, doubles_per_point):
+        """InputError before allocating results that cannot fit in memory (an
+        allocation beyond it may succeed lazily and bring the kernel's
+        out-of-memory killer down on the whole machine when written)."""
+        needed = self.size * doubles_per_point * 8
+        available = _available_memory()
+        if available is not None and needed > available:
+            raise InputError(
+                f"{name}: the results of a batch of {self.size} points need "
+                f"{needed / 2**30:.1f} GiB, more than the {available / 2**30:.1f} GiB of memory "
+                "available: split it into smaller batches, e.g. over the blocks of a dask.array "
+                "(README, Batches)")
 
     def reshape(self, flat, *trailing):
         return flat.reshape(self.shape + trailing)
@@ -256,12 +342,18 @@ class CompiledModel:
     def _name_indices(self, given, count, names, label):
         """Indices into ``names`` of ``given`` (names or indices, one or a list),
         each in range and at most once; InputError otherwise."""
+        if isinstance(given, str):
+            given = [given]
         given = list(np.atleast_1d(given)) if not isinstance(given, (list, tuple)) else list(given)
         indices = []
         for item in given:
             if isinstance(item, str):
+                item = str(item)   # a NumPy string prints as itself
                 if item not in names:
-                    raise InputError(f"{self.name}: {label}: unknown name {item!r}; names are {', '.join(names)}")
+                    hint = (' (for the partition chosen at each point: "auto", in lower case)'
+                            if item.lower() == AUTO and label.startswith("dependent") else "")
+                    raise InputError(f"{self.name}: {label}: unknown name {item!r}{hint}; names "
+                                     f"are {', '.join(names)}")
                 indices.append(names.index(item))
             elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
                 indices.append(int(item))
@@ -313,6 +405,8 @@ class CompiledModel:
         """``value`` as a float array; InputError for what is not real numbers."""
         if isinstance(value, dict):
             raise InputError(f"{self.name}: {label} must be an array, not a dict")
+        if value is None:
+            raise InputError(f"{self.name}: {label} must be {what}, got None")
         try:
             array = np.asarray(value)
         except (TypeError, ValueError, OverflowError):   # e.g. ragged nested lists
@@ -322,6 +416,8 @@ class CompiledModel:
         if array.dtype.kind == "c" or (array.dtype.kind == "O" and any(
                 isinstance(x, (complex, np.complexfloating)) for x in array.flat)):
             raise InputError(f"{self.name}: {label} holds complex values; it must be real")
+        if array.dtype.kind == "O" and any(x is None for x in array.flat):
+            raise InputError(f"{self.name}: {label} holds None; it must be {what}")
         if array.dtype.kind not in "biufO":
             raise InputError(f"{self.name}: {label} must be {what}, got dtype {array.dtype}")
         try:
@@ -387,8 +483,13 @@ class CompiledModel:
 
     @staticmethod
     def _rows(array, own_shape, shape, length):
-        """One row per point, or a single row when the value is shared."""
-        if math.prod(own_shape) == 1:
+        """One row per point, or a single row when the value is shared: also
+        a vector broadcast along the batch (np.broadcast_to: every batch
+        stride 0), which is not copied into a row per point."""
+        batch_strides = array.strides[:len(own_shape)]
+        if math.prod(own_shape) == 1 or all(
+                stride == 0 for stride, size in zip(batch_strides, own_shape) if size > 1):
+            array = array[(0,) * len(own_shape)] if own_shape else array
             rows = array.reshape((1, length) if length is not None else (1,))
         else:
             full = np.broadcast_to(array, shape + ((length,) if length is not None else ()))
@@ -405,6 +506,8 @@ class CompiledModel:
         ``partitioned``: the call used a partition, so a singular matrix may
         come from a rank-deficient constraint Jacobian (said so, pointing to
         linearize_local); False for the calls that handle rank deficiency."""
+        if status == self._kernel.CANCELLED:   # another thread saw Ctrl-C
+            raise KeyboardInterrupt
         if status == NONFINITE_INPUT:
             error = self._nonfinite_detail(batch)
             if error is not None:
@@ -547,8 +650,9 @@ class CompiledModel:
         return f_c[0], f_v[0]
 
     # -- public functions -------------------------------------------------------
+    @_memory_explained
     def linearize(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
-                  tol=1e-8, threads=None):
+                  tol=1e-8, steady_tol=STEADY_TOL, threads=None):
         """``(A, B)`` of ``d x/dt = A x + B r`` for the independent states x = [q_i, u_i].
 
         Batches: q, u, r and p are vectors along their last axis; their leading
@@ -576,29 +680,82 @@ class CompiledModel:
         ``tol`` (max-norm); pass ``tol=None`` to skip that check. Batches of
         at least ``PARALLEL_THRESHOLD`` points run on ``threads`` threads
         (default: all cores).
+
+        **Chart.** A is the linearization in the partition's chart (its
+        independent states). ``"auto"`` keeps the model's default partition
+        wherever its blocks are well conditioned and switches only where they
+        are not, so results along a path stay in one chart where they can. At
+        a point that is not steady in the chart (an essential state, one the
+        equations depend on, changes along the motion: ``steady_tol``), A's
+        eigenvalues depend on the chart and do not describe stability: a
+        :class:`~codegen.errors.NotSteadyWarning` names the states
+        (``steady_tol=None`` skips the check).
         """
         self._check_tol(tol)
+        steady = self._steady_tolerance(steady_tol)
         threads = self._check_threads(threads)
         dq, du = self._partitions(dependent_q, dependent_u)
         if dq is None and du is None and not isinstance(p, dict) and _plain_number(t):
-            # one point, default partition, well conditioned: checked and
-            # evaluated in the kernel
+            # one point, default partition, well conditioned, steady: checked
+            # and evaluated in the kernel
             result = self._kernel.linearize_one(q, u, r, p, float(t),
                                                 -1.0 if tol is None else float(tol),
-                                                self.ill_conditioned)
+                                                self.ill_conditioned, steady)
             if result is not None:
                 return result
-        return self._linearize(q, u, r, p, t, dq, du, tol, False, threads)
+        return self._linearize(q, u, r, p, t, dq, du, tol, False, threads, steady)
 
+    @_memory_explained
     def linearize_full(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
-                       tol=1e-8, threads=None):
+                       tol=1e-8, steady_tol=STEADY_TOL, threads=None):
         """``(A', B')``: derivatives of all coordinates and speeds (rows q, then u)
         with respect to the independent states and the inputs. Arguments,
         batches, ``"auto"`` partitions and warnings as for :meth:`linearize`."""
         self._check_tol(tol)
+        steady = self._steady_tolerance(steady_tol)
         threads = self._check_threads(threads)
         dq, du = self._partitions(dependent_q, dependent_u)
-        return self._linearize(q, u, r, p, t, dq, du, tol, True, threads)
+        return self._linearize(q, u, r, p, t, dq, du, tol, True, threads, steady)
+
+    def _steady_tolerance(self, steady_tol):
+        """``steady_tol`` for the kernel: -1 (no check) for None, else a number >= 0."""
+        if steady_tol is None:
+            return -1.0
+        try:
+            value = float(steady_tol)
+            ok = not isinstance(steady_tol, bool) and value >= 0.0 and math.isfinite(value)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise InputError(f"{self.name}: steady_tol must be a number >= 0 (relative to the "
+                             f"largest rate of the chart's states), or None to skip the check; "
+                             f"got {_shown(steady_tol)}")
+        return value
+
+    def _warn_not_steady(self, unsteady, batch, what, names_of):
+        """NotSteadyWarning where a point is not steady in its chart.
+        ``unsteady``: one row of state flags per point; ``names_of(index)``:
+        the names of point ``index``'s chart states and the chart's description."""
+        if unsteady is None or unsteady.size == 0:
+            return
+        points = np.nonzero(unsteady.any(axis=1))[0]
+        if points.size == 0:
+            return
+        index = int(points[0])
+        names, chart = names_of(index)
+        flagged = [names[j] for j in np.nonzero(unsteady[index])[0] if j < len(names)]
+        where = ""
+        if batch.shape:
+            point = tuple(int(i) for i in np.unravel_index(index, batch.shape))
+            where = f" at {points.size} of {batch.size} points (first at batch index {point})"
+        warnings.warn(NotSteadyWarning(
+            f"{self.name}: the point is not steady in the chart of {what} ({chart}){where}: "
+            f"{', '.join(flagged)} {'changes' if len(flagged) == 1 else 'change'} along the "
+            "motion, so A is linearized about a point that moves in this chart, and its "
+            "eigenvalues depend on the chart and do not describe stability. A steady motion is "
+            "steady in a chart whose states it keeps constant (for a rolling wheel, the model's "
+            "partition with rates in the leaning frame); steady_tol=None skips this check"),
+            stacklevel=_outside_stacklevel())
 
     def _check_tol(self, tol, allow_none=True):
         if tol is None and allow_none:
@@ -614,15 +771,18 @@ class CompiledModel:
     def _check_threads(self, threads):
         if threads is None:
             return None
-        if isinstance(threads, (int, np.integer)) and not isinstance(threads, bool) and threads >= 1:
+        if (isinstance(threads, (int, np.integer)) and not isinstance(threads, bool)
+                and 1 <= threads <= MAX_THREADS):
             return int(threads)
-        raise InputError(f"{self.name}: threads must be a whole number >= 1, or None (all cores "
-                         f"for large batches), got {_shown(threads)}")
+        raise InputError(f"{self.name}: threads must be a whole number from 1 to {MAX_THREADS} "
+                         f"(a batch runs on at most as many threads as it has points, at most "
+                         f"{_CORES} at once here), or None (all cores for large batches), got "
+                         f"{_shown(threads)}")
 
     def _check_max_iter(self, max_iter):
         if (isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer))
-                or not 0 <= max_iter <= _INT_MAX):
-            raise InputError(f"{self.name}: max_iter must be a whole number from 0 to {_INT_MAX}, "
+                or not 0 <= max_iter <= MAX_ITER):
+            raise InputError(f"{self.name}: max_iter must be a whole number from 0 to {MAX_ITER}, "
                              f"got {_shown(max_iter)}")
         return int(max_iter)
 
@@ -652,10 +812,12 @@ class CompiledModel:
                 np.zeros((n, self.nc), dtype=np.intc) if auto_q else None,
                 np.zeros((n, self.nv), dtype=np.intc) if auto_u else None)
 
-    def _linearize(self, q, u, r, p, t, dq, du, tol, full, threads):
-        """``dq``, ``du``: partition index arrays (or AUTO) from :meth:`_partitions`."""
+    def _linearize(self, q, u, r, p, t, dq, du, tol, full, threads, steady=-1.0):
+        """``dq``, ``du``: partition index arrays (or AUTO) from :meth:`_partitions`;
+        ``steady``: the kernel's steady_tol (negative: not checked)."""
         batch = self._batch(q, u, r, p, t)
         n, nx, nr, ns = batch.size, self.nx, self.nr, self.nq + self.nu
+        batch.check_fits(self.name, (ns if full else nx) * (nx + nr) + 3 + nx)
         A = np.empty((n, nx * nx)) if not full else None
         B = np.empty((n, nx * nr)) if not full else None
         A_full = np.empty((n, ns * nx)) if full else None
@@ -663,11 +825,13 @@ class CompiledModel:
         condition = np.empty((n, 2))
         tolerance = -1.0 if tol is None else float(tol)
         kernel_dq, kernel_du, auto_q, auto_u, chosen_q, chosen_u = self._automatic(dq, du, n)
+        unsteady = np.zeros((n, nx), dtype=np.intc) if steady >= 0.0 and nx else None
         a = batch.arrays
         status, index = run_batch(self._kernel.linearize, n,
                                   (a["t"], a["q"], a["u"], a["r"], a["p"]),
-                                  (kernel_dq, kernel_du, tolerance, auto_q, auto_u, 0.0),
-                                  (A, B, A_full, B_full, None, None, condition, chosen_q, chosen_u),
+                                  (kernel_dq, kernel_du, tolerance, auto_q, auto_u, 0.0, steady),
+                                  (A, B, A_full, B_full, None, None, condition, chosen_q, chosen_u,
+                                   unsteady),
                                   threads, self.operation_count)
         dq_used = chosen_q if auto_q else dq
         du_used = chosen_u if auto_u else du
@@ -675,6 +839,15 @@ class CompiledModel:
             self._raise(status, index, batch, self._point_partition(dq_used, index),
                         self._point_partition(du_used, index), tol)
         self._warn_conditioning(condition, batch, dq_used, du_used)
+
+        def chart(index):
+            dependent_q = self._dependent_names(dq_used, index, 0)
+            dependent_u = self._dependent_names(du_used, index, 1)
+            names = self.independent_state_names(dependent_q, dependent_u)
+            return names, (f"the partition with dependent coordinates {dependent_q} and speeds "
+                           f"{dependent_u}, states {', '.join(names)}")
+
+        self._warn_not_steady(unsteady, batch, "linearize_full" if full else "linearize", chart)
         if full:
             result = (batch.reshape(A_full, ns, nx), batch.reshape(B_full, ns, nr))
         else:
@@ -745,67 +918,121 @@ class CompiledModel:
             f"Choose better-conditioned {what} ({keyword}=\"auto\" picks them at each point) or "
             "use linearize_local (no partition)"), stacklevel=_outside_stacklevel())
 
+    @_memory_explained
     def linearize_local(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8,
-                        threads=None):
+                        steady_tol=STEADY_TOL, threads=None):
         """The local state-space form at each point: a :class:`LocalLinearization`.
 
-        No partition: the states are coordinates x = [y; z] in orthonormal
-        bases of the admissible perturbations at the point, delta q = N_q y
-        (N_q: null space of J_c = d f_c/d q) and delta u = N_u z + C_1 delta q
-        (N_u: null space of B_v = d f_v/d u; C_1 = -B_v^+ d f_v/d q), from
-        SVDs of J_c and B_v in the generated C; their ranks are decided with
-        ``rank_tol`` (relative to the largest singular value; default
-        ``RANK_RTOL`` = 1e-9), and the multipliers are the minimum-norm
-        (pseudo-inverse) solution. At a regular point A is similar to the
-        partition-based A of :meth:`linearize` (same eigenvalues at
-        equilibria); at a singular configuration, where J_c or B_v loses rank
-        and every partition fails, it is the larger system
-        ((nq - rank_c) + (nu - rank_v) states). Arguments, batches, ``tol``
-        and ``threads`` as for :meth:`linearize`. Where the ranks differ
-        within a batch, the arrays are padded with NaN (see
-        :class:`LocalLinearization`, also for which bases N_q, N_u are).
+        The states are coordinates x = [y; z] in orthonormal bases of the
+        admissible perturbations at the point, delta q = N_q y (N_q: null
+        space of J_c = d f_c/d q) and delta u = N_u z + C_1 delta q (N_u: null
+        space of B_v = d f_v/d u; C_1 = -B_v^+ d f_v/d q, the minimum-norm
+        map), with the ranks of J_c and B_v decided with ``rank_tol``
+        (relative to the largest singular value; default ``RANK_RTOL`` =
+        1e-9).
+
+        **Chart** (``.chart``, ``.dependent_q``, ``.dependent_u``): where J_c
+        and B_v have full rank, A is a partition's linearization (that of
+        :meth:`linearize`) written in these bases, ``A = G A_p G^-1``: the
+        same eigenvalues, at steady motions too. The partition is the model's
+        default wherever its blocks are well conditioned, else the one
+        ``dependent_q="auto"`` chooses, and N_q, N_u are the Gram-Schmidt
+        orthonormalization of its independent directions (smooth along a
+        path). Where a rank drops (a singular configuration: no partition
+        exists), the chart is the null spaces' (SVDs, minimum-norm
+        multipliers), with (nq - rank_c) + (nu - rank_v) states. A point that
+        is not steady in the chart gets a
+        :class:`~codegen.errors.NotSteadyWarning` (``steady_tol``, as for
+        :meth:`linearize`). Arguments, batches, ``tol`` and ``threads`` as for
+        :meth:`linearize`. Where the ranks differ within a batch, the arrays
+        are padded with NaN (see :class:`LocalLinearization`).
         """
         self._check_tol(tol)
+        steady = self._steady_tolerance(steady_tol)
         threads = self._check_threads(threads)
         rtol = self._rank_tolerance(rank_tol)
         tolerance = -1.0 if tol is None else float(tol)
         reported_tol = self.RANK_RTOL if rank_tol is None else rtol
         if not isinstance(p, dict) and _plain_number(t):
-            # one point: checked and evaluated in the kernel
-            one = self._kernel.linearize_local_one(q, u, r, p, float(t), rtol, tolerance)
+            # one point, steady in its chart: checked and evaluated in the kernel
+            one = self._kernel.linearize_local_one(q, u, r, p, float(t), rtol, tolerance, steady)
             if one is not None:
-                A, B, T, rank_c, rank_v, sigma = one
+                A, B, T, rank_c, rank_v, sigma, chart = one
                 y, z = self.nq - rank_c, self.nu - rank_v
                 return LocalLinearization(
                     A=A, B=B, N_q=T[:self.nq, :y], N_u=T[self.nq:, y:], embedding=T,
                     rank_c=rank_c, rank_v=rank_v, dof=z, nx=y + z, sigma_c=sigma[:self.nc],
-                    sigma_v=sigma[self.nc:], rank_tol=reported_tol)
+                    sigma_v=sigma[self.nc:], rank_tol=reported_tol,
+                    **self._chart_names(chart[None], ()))
         batch = self._batch(q, u, r, p, t)
         n, ns, nr = batch.size, self.nq + self.nu, self.nr
+        batch.check_fits(self.name, self.nx * (self.nx + nr + ns) + 2 + self.nc + self.nv + ns)
         a = batch.arrays
         inputs = (a["t"], a["q"], a["u"], a["r"], a["p"])
         ranks = np.empty((n, 2), dtype=np.intc)
+        charts = np.empty((n, self.nc + self.nv), dtype=np.intc)
+        unsteady = np.zeros((n, ns), dtype=np.intc) if steady >= 0.0 and ns else None
         # first compactly, every point of the size of the last uniform batch
         # (one buffer: A, B, T of a point side by side); where a point's size
         # differs, again with rows of the largest size
         k = self._local_width
         results = np.empty((n, k * k + k * nr + ns * k))
-        status, index = run_batch(self._kernel.linearize_local, n, inputs, (rtol, tolerance, k),
-                                  (results, ranks), threads, self.operation_count)
+        status, index = run_batch(self._kernel.linearize_local, n, inputs,
+                                  (rtol, tolerance, steady, k),
+                                  (results, ranks, charts, unsteady), threads, self.operation_count)
         if status == self._kernel.NONUNIFORM:
             results = np.empty((n, ns * ns + ns * nr + ns * ns))
             status, index = run_batch(self._kernel.linearize_local, n, inputs,
-                                      (rtol, tolerance, -1), (results, ranks), threads,
+                                      (rtol, tolerance, steady, -1),
+                                      (results, ranks, charts, unsteady), threads,
                                       self.operation_count)
             k = ns
         if status != OK:
             self._raise(status, index, batch, tol=tol, partitioned=False)
         A, B, T = results[:, :k * k], results[:, k * k:k * (k + nr)], results[:, k * (k + nr):]
         result = LocalLinearization._from_kernel(self, batch.shape, A, B, T, ranks,
-                                                 self._singular_values(batch, rtol), reported_tol)
+                                                 self._singular_values(batch, rtol), reported_tol,
+                                                 self._chart_names(charts, batch.shape))
         if result.uniform and n:
             self._local_width = int(result.nx)
+        if unsteady is not None:
+            self._warn_not_steady(unsteady, batch, "linearize_local",
+                                  lambda index: self._local_chart(charts[index], ranks[index]))
         return result
+
+    def _is_partition_chart(self, chart):
+        """Whether a local form's chart row (dependent indices, -1: none) is a partition's."""
+        return not (np.any(chart < 0)) if chart.size else True
+
+    def _local_chart(self, chart, ranks):
+        """(state names, description) of a local form's chart (a kernel row of
+        dependent indices, and the point's ranks)."""
+        if not self._is_partition_chart(chart):
+            names = tuple(f"y{k}" for k in range(self.nq - int(ranks[0]))) + \
+                tuple(f"z{k}" for k in range(self.nu - int(ranks[1])))
+            return names, "the null spaces of J_c and B_v at a singular configuration, states y = N_q^T q, z = N_u^T u"
+        dq = [self.q_names[i] for i in chart[:self.nc]]
+        du = [self.u_names[i] for i in chart[self.nc:]]
+        names = self.independent_state_names(dq, du)
+        return names, (f"the partition with dependent coordinates {dq} and speeds {du}, "
+                       f"states {', '.join(names)}")
+
+    def _chart_names(self, charts, shape):
+        """The chart of a LocalLinearization: ``chart``, ``dependent_q``,
+        ``dependent_u`` (names) where every point has the same chart, and the
+        per-point rows (dependent indices, -1: the null spaces') with the names
+        they index, for ``point(i)``."""
+        n = charts.shape[0]
+        partition = np.array([self._is_partition_chart(row) for row in charts], dtype=bool)
+        info = dict(charts=charts.reshape(shape + (charts.shape[1],)),
+                    chart_names=(self.q_names, self.u_names, self.nc))
+        if n and np.all(partition) and np.all(charts == charts[0]):
+            return dict(info, chart="partition",
+                        dependent_q=tuple(self.q_names[i] for i in charts[0, :self.nc]),
+                        dependent_u=tuple(self.u_names[i] for i in charts[0, self.nc:]))
+        if n and not np.any(partition):
+            return dict(info, chart="null space", dependent_q=None, dependent_u=None)
+        return dict(info, chart="mixed" if n else "partition", dependent_q=None, dependent_u=None)
 
     def _singular_values(self, batch, rtol):
         """A function giving (n, nc + nv) singular values of J_c and B_v of the
@@ -824,8 +1051,9 @@ class CompiledModel:
             return sigma
         return compute
 
+    @_memory_explained
     def linearize_descriptor(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8,
-                             threads=None):
+                             steady_tol=STEADY_TOL, threads=None):
         """``(E, A, B)`` of the linearized descriptor form ``E w' = A w + B r``
         (González et al., eqs. 7-8: the index-reduced DAE in all coordinates,
         speeds and multipliers), a :class:`DescriptorForm`.
@@ -834,27 +1062,38 @@ class CompiledModel:
         (names in ``.variables``): the coordinates, the speeds, the increments
         of the multipliers of the velocity constraints, and the multipliers
         that keep the perturbations on the constraints. Defined at singular
-        configurations too. Its finite generalized eigenvalues (of the pencil
-        ``A - s E``) are the eigenvalues of :meth:`linearize_local` at the
-        point (so of :meth:`linearize` at equilibria); the others are
-        infinite. ``.rank_c``, ``.rank_v``: the ranks of J_c and B_v
-        (``rank_tol`` as for :meth:`linearize_local`). Arguments, batches,
-        ``tol`` and ``threads`` as for :meth:`linearize`.
+        configurations too. Its chart is that of all coordinates and speeds:
+        its finite generalized eigenvalues (of the pencil ``A - s E``) are
+        those of :meth:`linearize` and :meth:`linearize_local` at equilibria
+        and at motions steady in every coordinate and speed; elsewhere they
+        differ (the rolling disk's speeds measured in the spinning wheel
+        change along a steady roll), and a
+        :class:`~codegen.errors.NotSteadyWarning` names the coordinates and
+        speeds that change (``steady_tol``, as for :meth:`linearize`). The
+        others are infinite. ``.rank_c``, ``.rank_v``: the ranks of J_c and
+        B_v (``rank_tol`` as for :meth:`linearize_local`). Arguments,
+        batches, ``tol`` and ``threads`` as for :meth:`linearize`.
         """
         self._check_tol(tol)
+        steady = self._steady_tolerance(steady_tol)
         threads = self._check_threads(threads)
         rtol = self._rank_tolerance(rank_tol)
         batch = self._batch(q, u, r, p, t)
         n, size, nr = batch.size, self._kernel.SIZES["ndesc"], self.nr
+        batch.check_fits(self.name, size * (2 * size + nr) + 2 + self.nq + self.nu)
         E, A, B = np.empty((n, size * size)), np.empty((n, size * size)), np.empty((n, size * nr))
         ranks = np.empty((n, 2), dtype=np.intc)
+        ns = self.nq + self.nu
+        unsteady = np.zeros((n, ns), dtype=np.intc) if steady >= 0.0 and ns else None
         a = batch.arrays
         status, index = run_batch(self._kernel.linearize_descriptor, n,
                                   (a["t"], a["q"], a["u"], a["r"], a["p"]),
-                                  (rtol, -1.0 if tol is None else float(tol)),
-                                  (E, A, B, ranks), threads, self.operation_count)
+                                  (rtol, -1.0 if tol is None else float(tol), steady),
+                                  (E, A, B, ranks, unsteady), threads, self.operation_count)
         if status != OK:
             self._raise(status, index, batch, tol=tol, partitioned=False)
+        self._warn_not_steady(unsteady, batch, "linearize_descriptor", lambda index: (
+            self.full_state_names, "all coordinates and speeds"))
         return DescriptorForm((batch.reshape(E, size, size), batch.reshape(A, size, size),
                                batch.reshape(B, size, nr)),
                               self.descriptor_variables, _per_point(ranks[:, 0], batch.shape),
@@ -867,28 +1106,48 @@ class CompiledModel:
         return (self.q_names + self.u_names + tuple(f"lambda{i}" for i in range(nl))
                 + tuple(f"mu{i}" for i in range(self.nc)) + tuple(f"nu{i}" for i in range(self.nv)))
 
+    @_memory_explained
     def equilibrium(self, q_guess, u=None, r=None, p=None, t=0.0, *, fixed=None,
-                    free_speeds=None, tol=1e-10, max_iter=50, rank_tol=None):
+                    free_speeds=None, tol=1e-10, max_iter=50, rank_tol=None, max_step=1.0,
+                    periodic=None):
         """``(q, u)``: a consistent point near the guess where the independent
         accelerations vanish: a static equilibrium (``u=None``: u = 0) or a
         steady motion (the speeds ``u`` given).
 
-        Gauss-Newton in the generated C on the residual
-        ``R = [f_c; f_v; N_u^T ud*]`` (ud*: the minimum-norm accelerations,
-        N_u: null space of B_v) with the generated Jacobians, minimum-norm
-        steps where the equations are underdetermined (families of equilibria,
-        ignorable coordinates: the step leaves them near the guess) and
-        pseudo-inverses where the constraint Jacobians lose rank. Unknowns:
-        every coordinate except those in ``fixed`` (names or indices, held at
-        the guess), and the speeds named in ``free_speeds`` (default: none;
-        the speeds are held as given). Converged when ``max|R| <= tol``;
-        :class:`~codegen.errors.ConvergenceError` with max|R| and the number of
-        iterations after ``max_iter`` iterations otherwise. Batches of
-        guesses as for :meth:`linearize` (solved one by one).
+        Gauss-Newton in the generated C on the residual ``R = [f_c; f_v;
+        the chart's independent accelerations]`` with the generated Jacobians:
+        the chart is the one :meth:`linearize_local` takes at the guess (a
+        partition's at a regular point, the model's where it is well
+        conditioned: the accelerations of its independent speeds, so the
+        motion found is steady there and :meth:`linearize` describes its
+        stability; the null spaces' where J_c or B_v lost rank, ``N_u^T
+        ud*``). Minimum-norm steps where the equations are underdetermined
+        (families of equilibria, ignorable coordinates: the step leaves them
+        near the guess), pseudo-inverses where the constraint Jacobians lose
+        rank. Unknowns: every coordinate except those in ``fixed`` (names or
+        indices, held at the guess), and the speeds named in ``free_speeds``
+        (default: none; the speeds are held as given, and must satisfy the
+        velocity constraints with the coordinates found).
+
+        **Staying near the guess.** The model does not know which
+        coordinates are angles: no unknown moves by more than ``max_step``
+        in one iteration (in its own units: radians for an angle, metres for
+        a position; None: no bound), and the coordinates named in
+        ``periodic`` (angles) are returned within half a turn of the guess
+        (q + 2 pi k, the same configuration).
+
+        Converged when ``max|R| <= tol``;
+        :class:`~codegen.errors.ConvergenceError` after ``max_iter`` (at most
+        ``MAX_ITER``) iterations, or as soon as the residual stops decreasing
+        (no step along the Gauss-Newton direction decreases it, or it fell by
+        less than 1 % in 10 iterations), with max|R|, the number of
+        iterations and what to try. Ctrl-C stops it. Batches of guesses as
+        for :meth:`linearize` (solved one by one).
         """
         self._check_tol(tol, allow_none=False)
         max_iter = self._check_max_iter(max_iter)
         rtol = self._rank_tolerance(rank_tol)
+        step = self._max_step(max_step)
         vary_q = vary_u = None
         if fixed is not None:
             vary_q = np.ones(self.nq, dtype=np.intc)
@@ -896,25 +1155,69 @@ class CompiledModel:
         if free_speeds is not None:
             vary_u = np.zeros(self.nu, dtype=np.intc)
             vary_u[self._name_indices(free_speeds, self.nu, self.u_names, "free_speeds")] = 1
+        wrapped = [] if periodic is None else self._name_indices(periodic, self.nq, self.q_names,
+                                                                 "periodic")
         batch = self._batch(q_guess, np.zeros(self.nu) if u is None else u, r, p, t)
         n, a = batch.size, batch.arrays
+        batch.check_fits(self.name, self.nq + self.nu + 2)
         q_out, u_out = self._writable_rows(batch)
         iterations = np.zeros(n, dtype=np.intc)
         residual = np.zeros(n)
-        status, index = self._kernel.equilibrium(n, a["t"], q_out, u_out, a["r"], a["p"],
-                                                 vary_q, vary_u, rtol, float(tol), max_iter,
-                                                 iterations, residual)
-        detail = ""
-        if status == NO_CONVERGENCE:
-            detail = (f": max|R| = {residual[index]:.3e} after {int(iterations[index])} iterations "
-                      f"(tol {float(tol):g}; R = [f_c, f_v, the independent accelerations]); "
-                      "start nearer an equilibrium, hold coordinates with fixed=..., give the "
-                      "speeds of a steady motion (or let some vary: free_speeds=...), or check "
-                      "that an equilibrium exists for these parameters")
+        status, index = self._kernel.equilibrium(
+            n, a["t"], q_out, u_out, a["r"], a["p"], vary_q, vary_u, rtol, float(tol), step,
+            max_iter, iterations, residual, check_every(self.operation_count, 20), None)
         if status != OK:
-            self._raise(status, index, batch, tol=tol, detail=detail, blocks=(),
-                        partitioned=False)
+            self._raise(status, index, batch, tol=tol, blocks=(), partitioned=False,
+                        detail=self._equilibrium_detail(status, index, batch, q_out, u_out,
+                                                        iterations, residual, tol, vary_u))
+        if wrapped:
+            guess = np.broadcast_to(a["q"], (n, self.nq))[:, wrapped]
+            q_out[:, wrapped] = guess + (q_out[:, wrapped] - guess + math.pi) % (2 * math.pi) - math.pi
         return batch.reshape(q_out, self.nq), batch.reshape(u_out, self.nu)
+
+    def _max_step(self, max_step):
+        if max_step is None:
+            return -1.0
+        try:
+            value = float(max_step)
+            ok = not isinstance(max_step, bool) and value > 0.0 and math.isfinite(value)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise InputError(f"{self.name}: max_step must be a number > 0 (the largest change of "
+                             f"an unknown in one iteration), or None for no bound; got "
+                             f"{_shown(max_step)}")
+        return value
+
+    def _equilibrium_detail(self, status, index, batch, q_out, u_out, iterations, residual, tol,
+                            vary_u):
+        """What follows the message of a failed equilibrium: max|R|, the
+        iterations, and what to try; that the held speeds cannot meet the
+        velocity constraints where they are what is left of R."""
+        if status not in (NO_CONVERGENCE, NO_PROGRESS):
+            return ""
+        count = int(iterations[index])
+        what = (f": max|R| = {residual[index]:.3e} after {count} iteration{'s' * (count != 1)} "
+                f"(tol {float(tol):g}; R = [f_c, f_v, the independent accelerations])")
+        row = self._row(batch, index)
+        f_c, f_v = self._residuals_at({**row, "q": q_out[index], "u": u_out[index]})
+        held = vary_u is None or not np.any(vary_u)
+        if f_v.size and np.abs(f_v).max() > float(tol) and np.abs(f_v).max() >= 0.5 * residual[index]:
+            k = int(np.argmax(np.abs(f_v)))
+            speeds = "the speeds held" if held else "the speeds held and those free"
+            return (f"{what}; {speeds} cannot meet the velocity constraints (f_v[{k}] = "
+                    f"{f_v[k]:.3e} at the last iterate): give speeds that satisfy them with the "
+                    "coordinates of the equilibrium (complete(q, u) makes the dependent ones), "
+                    "or let the dependent speeds vary (free_speeds=[...])")
+        if status == NO_PROGRESS:
+            return (f"{what}, and the residual stopped decreasing: no equilibrium near the guess "
+                    "in these unknowns (a least-squares minimum that is no solution: too many "
+                    "coordinates held with fixed=..., speeds held that no steady motion has, or "
+                    "parameters without an equilibrium here); start from another guess or free "
+                    "more unknowns")
+        return (f"{what}; start nearer an equilibrium, allow more iterations (max_iter), hold "
+                "coordinates with fixed=..., give the speeds of a steady motion (or let some "
+                "vary: free_speeds=...), or check that an equilibrium exists for these parameters")
 
     def _writable_rows(self, batch):
         """Copies of the batch's q and u, one C-contiguous row per point, for
@@ -924,12 +1227,14 @@ class CompiledModel:
         return (np.array(np.broadcast_to(a["q"], (n, self.nq)), order="C"),
                 np.array(np.broadcast_to(a["u"], (n, self.nu)), order="C"))
 
+    @_memory_explained
     def state_derivative(self, q, u, r=None, p=None, t=0.0, *, threads=None):
         """``(qd, ud)``: time derivatives of all coordinates and speeds.
         Arguments and batches as for :meth:`linearize`."""
         threads = self._check_threads(threads)
         batch = self._batch(q, u, r, p, t)
         n, a = batch.size, batch.arrays
+        batch.check_fits(self.name, self.nq + self.nu)
         qd, ud = np.empty((n, self.nq)), np.empty((n, self.nu))
         status, index = run_batch(self._kernel.state_derivative, n,
                                   (a["t"], a["q"], a["u"], a["r"], a["p"]), (), (qd, ud), threads,
@@ -938,17 +1243,22 @@ class CompiledModel:
             self._raise(status, index, batch)
         return batch.reshape(qd, self.nq), batch.reshape(ud, self.nu)
 
+    @_memory_explained
     def constraint_residuals(self, q, u, p=None, t=0.0):
         """``(f_c, f_v)``: configuration and velocity constraint residuals.
         Arguments and batches as for :meth:`linearize`."""
         batch = self._batch(q, u, None, p, t)
         n, a = batch.size, batch.arrays
+        batch.check_fits(self.name, self.nc + self.nv)
         f_c, f_v = np.empty((n, self.nc)), np.empty((n, self.nv))
-        status, index = self._kernel.constraint_residuals(n, a["t"], a["q"], a["u"], a["p"], f_c, f_v)
+        status, index = run_batch(self._kernel.constraint_residuals, n,
+                                  (a["t"], a["q"], a["u"], a["p"]), (), (f_c, f_v), 1,
+                                  self.operation_count)
         if status != OK:
             self._raise(status, index, batch, blocks=("f_c", "f_v"))
         return batch.reshape(f_c, self.nc), batch.reshape(f_v, self.nv)
 
+    @_memory_explained
     def complete(self, q, u, p=None, t=0.0, *, dependent_q=None, dependent_u=None, tol=1e-12,
                  max_iter=50):
         """``(q, u)`` with the dependent coordinates solved from f_c = 0 (Newton's
@@ -964,12 +1274,14 @@ class CompiledModel:
         batch = self._batch(q, u, None, p, t)
         dq, du = self._partitions(dependent_q, dependent_u)
         n, a = batch.size, batch.arrays
+        batch.check_fits(self.name, self.nq + self.nu + 1 + self.nc + self.nv)
         q_out, u_out = self._writable_rows(batch)
         condition = np.empty(n)
         kernel_dq, kernel_du, auto_q, auto_u, chosen_q, chosen_u = self._automatic(dq, du, n)
         status, index = self._kernel.complete_point(n, a["t"], q_out, u_out, a["p"], kernel_dq,
                                                     kernel_du, float(tol), max_iter, auto_q,
-                                                    auto_u, 0.0, condition, chosen_q, chosen_u)
+                                                    auto_u, 0.0, condition, chosen_q, chosen_u,
+                                                    check_every(self.operation_count), None)
         dq_used = chosen_q if auto_q else dq
         du_used = chosen_u if auto_u else du
         detail = ""
@@ -1279,7 +1591,11 @@ def _batch_index(index, shape):
         if not -size <= index < size:
             raise InputError(f"point index {index} is out of range for a batch of {size} points")
         return tuple(int(i) for i in np.unravel_index(int(index) % size, shape)) if shape else ()
-    index = tuple(index)
+    try:
+        index = tuple(index)
+    except TypeError:
+        raise InputError(f"a point index is an int (a flat index) or a tuple of ints (one per "
+                         f"batch axis of the batch of shape {shape}), got {_shown(index)}") from None
     if len(index) != len(shape) or not all(
             isinstance(i, (int, np.integer)) and not isinstance(i, bool) and -n <= i < n
             for i, n in zip(index, shape)):
@@ -1338,13 +1654,15 @@ class PartitionedResult(tuple):
         """The independent state names (rows of A) of one point of the batch
         (``index``: a tuple of batch indices or a flat int index)."""
         if not isinstance(self.dependent_q, np.ndarray):
+            _batch_index(index, ())   # refuses anything but () and the flat index 0
             return self.state_names
         index = _batch_index(index, self.dependent_q.shape[:-1])
         return self._model.independent_state_names(list(self.dependent_q[index]),
                                                    list(self.dependent_u[index]))
 
-    def __reduce__(self):   # pickles as the plain tuple
-        return (tuple, (tuple(self),))
+    def __reduce__(self):
+        """Pickles with its metadata (and the model: by reference to its build)."""
+        return (_rebuild_tuple, (type(self), tuple(self), self.__dict__))
 
 
 class DescriptorForm(tuple):
@@ -1359,8 +1677,16 @@ class DescriptorForm(tuple):
         self.variables, self.rank_c, self.rank_v = variables, rank_c, rank_v
         return self
 
-    def __reduce__(self):   # pickles as the plain tuple
-        return (tuple, (tuple(self),))
+    def __reduce__(self):
+        """Pickles with its metadata."""
+        return (_rebuild_tuple, (type(self), tuple(self), self.__dict__))
+
+
+def _rebuild_tuple(cls, values, state):
+    """A result tuple subclass from its values and attributes (unpickling)."""
+    self = tuple.__new__(cls, values)
+    self.__dict__.update(state)
+    return self
 
 
 class LocalLinearization:
@@ -1397,15 +1723,28 @@ class LocalLinearization:
     """
 
     def __init__(self, *, A, B, N_q, N_u, embedding, rank_c, rank_v, dof, nx, rank_tol,
-                 sigma_c=None, sigma_v=None, singular_values=None, uniform=True, shape=()):
+                 sigma_c=None, sigma_v=None, singular_values=None, uniform=True, shape=(),
+                 chart="partition", dependent_q=None, dependent_u=None, charts=None,
+                 chart_names=None):
         """``singular_values``: instead of sigma_c and sigma_v, a function
-        giving them, called when they are first asked for."""
+        giving them, called when they are first asked for. ``charts``: per
+        point, the dependent indices of the chart's partition (-1: the null
+        spaces'), into ``chart_names`` (q_names, u_names)."""
         self.A, self.B, self.N_q, self.N_u, self.embedding = A, B, N_q, N_u, embedding
         self.rank_c, self.rank_v, self.dof, self.nx = rank_c, rank_v, dof, nx
         self._singular_values = singular_values
         self._sigma = (sigma_c, sigma_v) if singular_values is None else None
         self.rank_tol = rank_tol
         self.uniform, self.shape = uniform, shape
+        self.chart, self.dependent_q, self.dependent_u = chart, dependent_q, dependent_u
+        self._charts, self._chart_names = charts, chart_names
+
+    def __getstate__(self):
+        """Pickles with its singular values (computed now if not yet read)."""
+        self._sigmas()
+        state = dict(self.__dict__)
+        state["_singular_values"] = None
+        return state
 
     def _sigmas(self):
         if self._sigma is None:     # computed once, when first asked for
@@ -1424,7 +1763,7 @@ class LocalLinearization:
         return self._sigmas()[1]
 
     @classmethod
-    def _from_kernel(cls, model, shape, A, B, T, ranks, sigma, rank_tol):
+    def _from_kernel(cls, model, shape, A, B, T, ranks, sigma, rank_tol, chart):
         """From the kernel's rows (each point's A, B, T packed with its own nx
         in a row at least that large; ranks (n, 2); sigma: a function giving
         the (n, nc + nv) singular values, called when they are asked for)."""
@@ -1477,7 +1816,7 @@ class LocalLinearization:
 
         return cls(A=batch(A_out), B=batch(B_out), N_q=batch(N_q), N_u=batch(N_u),
                    embedding=batch(T_out), singular_values=singular_values, rank_tol=rank_tol,
-                   uniform=uniform, shape=shape, **counts)
+                   uniform=uniform, shape=shape, **counts, **chart)
 
     def point(self, index):
         """The result at one point of the batch (``index``: a tuple of batch
@@ -1489,12 +1828,21 @@ class LocalLinearization:
 
         nx, dof = int(at(self.nx)), int(at(self.dof))
         ny = nx - dof
+        chart = dict(chart=self.chart, dependent_q=self.dependent_q, dependent_u=self.dependent_u)
+        if self._charts is not None:
+            row = self._charts[index]
+            q_names, u_names, nc = self._chart_names
+            if row.size and np.any(row < 0):
+                chart = dict(chart="null space", dependent_q=None, dependent_u=None)
+            else:
+                chart = dict(chart="partition", dependent_q=tuple(q_names[i] for i in row[:nc]),
+                             dependent_u=tuple(u_names[i] for i in row[nc:]))
         return LocalLinearization(
             A=self.A[index][:nx, :nx], B=self.B[index][:nx], N_q=self.N_q[index][:, :ny],
             N_u=self.N_u[index][:, :dof], embedding=self.embedding[index][:, :nx],
             rank_c=int(at(self.rank_c)), rank_v=int(at(self.rank_v)), dof=dof, nx=nx,
             singular_values=lambda: (self.sigma_c[index], self.sigma_v[index]),
-            rank_tol=self.rank_tol)
+            rank_tol=self.rank_tol, **chart)
 
     def __repr__(self):
         where = f"batch of shape {self.shape}, " if self.shape else ""

@@ -78,6 +78,12 @@ STATUSES = (
            "configuration, or redundant constraints): no choice of NC dependent coordinates "
            "(NV dependent speeds) is valid. {name}_linearize_local and "
            "{name}_linearize_descriptor linearize such points."),
+    Status("NO_PROGRESS", 13, "the iteration stopped: the residual no longer decreases",
+           "ConvergenceError",
+           "equilibrium: no step along the Gauss-Newton direction (halved down to 1e-12 of it) "
+           "decreases the residual: a least-squares minimum that is no solution (e.g. too many "
+           "coordinates held fixed, or speeds held that violate f_v), or a point where the "
+           "residual is not differentiable. q and u hold the last iterate."),
 )
 
 assert [s.code for s in STATUSES] == list(range(len(STATUSES)))

@@ -540,19 +540,17 @@ class StraightLine:
                 matrix[i][j] = value
 
     def _read_stored(self, name):
-        """A_full or B_full as the solution's straight-line code left them in
-        the workspace: the rows of the independent states in A (B), the others
-        in A_full (B_full); exact constants stay constants."""
-        reduced = {"A_full": "A", "B_full": "B"}[name]
-        width = len(self.values[name][0]) if self.values[name] else 0
+        """A or B as the solution's straight-line code left them in the
+        workspace (the rows of the independent states of A_full, B_full);
+        exact constants stay constants."""
+        full = {"A": "A_full", "B": "B_full"}[name]
+        width = len(self.values[full][0]) if self.values[full] else 0
         nq = self.sizes["nq"]
         independent = self.index["independent_q"] + [nq + i for i in self.index["independent_u"]]
-        state = {row: k for k, row in enumerate(independent)}
         self.values[name] = [
-            [x if _is_const(x) else (Element(reduced, state[i] * width + j) if i in state
-                                     else Element(name, i * width + j))
-             for j, x in enumerate(row)]
-            for i, row in enumerate(self.values[name])]
+            [x if _is_const(x) else Element(name, k * width + j)
+             for j, x in enumerate(self.values[full][i])]
+            for k, i in enumerate(independent)]
 
     # -- steps -------------------------------------------------------------------
     def _Factor(self, step):
@@ -589,24 +587,18 @@ class StraightLine:
         self.write(step.out, [[t.dot((row[k], b[k][j]) for k in range(len(b)))
                                for j in range(len(cols))] for row in a])
 
-    def _Gram(self, step):
-        a, t = self.read(step.a), self.trace
-        n = len(self._rows_cols(step.a)[1])   # also without rows
-        gram = [[0.0] * n for _ in range(n)]
-        for i in range(n):
-            for j in range(i + 1):
-                gram[i][j] = gram[j][i] = t.dot(((row[i], row[j]) for row in a),
-                                                1.0 if i == j else 0.0)
-        self.write(step.out, gram)
-
-    def _Cholesky(self, step):
-        """The lower factor, row by row; a pivot is at least 1 (see Cholesky).
-        The trace bounds the condition number of the matrix (its eigenvalues
-        are at least 1), and so the loss of orthogonality of the basis made
-        with the factor (about DBL_EPSILON times it): above GRAM_LIMIT the
-        general path (SVDs) runs."""
-        a, t = self.read(step.matrix), self.trace
-        trace = diagonal_sum(t, a)
+    def _Orthonormalize(self, step):
+        """N^T and L of C = [I; -K] = N L^T (see Orthonormalize) by Cholesky
+        QR: L L^T = C^T C = I + K^T K, then N^T = L^-1 C^T. The pivots are at
+        least 1 (the eigenvalues of I + K^T K are); the trace bounds the
+        condition number of C^T C, and so the loss of orthogonality of N
+        (about DBL_EPSILON times it): above GRAM_LIMIT the general path
+        (Householder reflections) runs."""
+        K, t = self.read(step.K), self.trace
+        n = len(self.index[step.independent])
+        gram = [[t.dot(((row[i], row[j]) for row in K), 1.0 if i == j else 0.0) if j <= i else 0.0
+                 for j in range(n)] for i in range(n)]
+        trace = diagonal_sum(t, gram)
         if not _is_const(trace):
             t.record("check_at_most", pivot=trace, initial=GRAM_LIMIT)
 
@@ -617,21 +609,31 @@ class StraightLine:
                 t.record("check_positive", pivot=pivot, value=1.0, initial=0.5)
             return True
 
-        self.factors[step.name] = traced_cholesky(t, a, check)
+        low, inverse = traced_cholesky(t, gram, check)
+        self.factors[step.name] = (low, inverse)
+        # C^T: the identity in the independent columns, -K^T in the dependent ones
+        rows = len(self._rows_cols(step.basis)[1])
+        basis = [[0.0] * rows for _ in range(n)]
+        for k, i in enumerate(self.index[step.independent]):
+            basis[k][i] = 1.0
+        for k, i in enumerate(self.index[step.dependent]):
+            for j in range(n):
+                basis[j][i] = t.neg(K[k][j])
+        # N^T = L^-1 C^T, by forward substitution
+        for i in range(n):
+            for k in range(i):
+                basis[i] = [t.sub_mul(x, low[i][k], y) for x, y in zip(basis[i], basis[k])]
+            basis[i] = [t.mul(x, inverse[i]) for x in basis[i]]
+        self.write(step.basis, basis)
 
-    def _SolveLower(self, step):
-        low, inverse = self.factors[step.factor]
+    def _TriangularMultiply(self, step):
+        """out = L^T out, row by row from the top (row i reads rows k >= i,
+        not yet overwritten)."""
+        low, _ = self.factors[step.factor]
         b, t = self.read(step.out), self.trace
         for i in range(len(b)):
-            for k in range(i):
-                b[i] = [t.sub_mul(x, low[i][k], y) for x, y in zip(b[i], b[k])]
-            b[i] = [t.mul(x, inverse[i]) for x in b[i]]
+            b[i] = [t.dot((low[k][i], b[k][j]) for k in range(i, len(b))) for j in range(len(b[i]))]
         self.write(step.out, b)
-
-    def _Identity(self, step):
-        rows, cols = self._rows_cols(step.out)
-        self.write(step.out, [[1.0 if i == j else 0.0 for j in range(len(cols))]
-                              for i in range(len(rows))])
 
     def _RankCertificate(self, step):
         a, t = self.read(step.matrix), self.trace
@@ -679,7 +681,7 @@ class StraightLine:
         N_q = self.read(View("N_qT", transposed=True))
         N_u = self.read(View("N_uT", transposed=True))
         C_1N_q = [[t.neg(x) for x in row]
-                  for row in self.read(View("minus_T_uqT", transposed=True))]
+                  for row in self.read(View("minus_C1NqT", transposed=True))]
         embedding = [row + [0.0] * nui for row in N_q] + [a + b for a, b in zip(C_1N_q, N_u)]
         outputs = []
         for target, matrix, width in (("A", self.values["A_local"], nx),

@@ -4,15 +4,18 @@
   equations; basis-free: built from the Jacobian blocks, the minimum-norm
   multipliers and the projectors onto the left null spaces), variables named
   as the reference names them;
-* the finite generalized eigenvalues of the pencil (A, E) (SciPy's QZ) are the
-  eigenvalues of ``linearize_local`` at the same point, also at González's
-  singular four-bar, where they are +/- i sqrt(6 g/5), +/- i sqrt(2 g) (the
-  paper's +/-3.4310i, +/-4.4294i), and at Spencer's singular five-bar (six
-  zeros); at equilibria they are those of the partition-based ``linearize``;
+* the finite generalized eigenvalues of the pencil (A, E) (SciPy's QZ) are
+  those of the chart of all coordinates and speeds (the reference's null
+  spaces' chart): ``linearize_local``'s at González's singular four-bar,
+  where they are +/- i sqrt(6 g/5), +/- i sqrt(2 g) (the paper's +/-3.4310i,
+  +/-4.4294i), and at Spencer's singular five-bar (six zeros); at equilibria
+  and motions steady in every coordinate and speed, those of ``linearize``;
+  elsewhere a NotSteadyWarning;
 * an input matrix B (rheonomic user model with an input), batches.
 """
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -111,12 +114,26 @@ def test_equilibria_match_linearize(case, fourbar1, pendulum, fivebar, disk_buil
 
 
 @pytest.mark.parametrize("case", MOVING_POINTS)
-def test_moving_points_match_local_form(case, fourbar1, pendulum, fivebar, disk_built):
+def test_moving_points_are_in_the_chart_of_all_coordinates(case, fourbar1, pendulum, fivebar,
+                                                           disk_built):
+    """At moving points the descriptor form is in the chart of all
+    coordinates and speeds: its finite eigenvalues are those of the
+    reference's null spaces' chart, and a NotSteadyWarning names what changes
+    along the motion in that chart (the disk's u4..u6 are components in the
+    spinning wheel: upright they give the spurious +/- i v/sqrt(2)).
+    tests/test_charts.py has motions steady in every coordinate and speed."""
     built, p, q, u = moving_point(case, pendulum, fourbar1, disk_built, fivebar)
     E, A, _ = check_descriptor(built, q, u, p=p)
-    local = built.compiled.linearize_local(q, u, p=p)
-    finite = descriptor_eigenvalues(E, A, count=local.nx)
-    assert_eigenvalues_close(finite, np.linalg.eigvals(local.A), 1e-7, case)
+    null = built.ref.local_state_space(q, u, p=p, chart="null space")
+    finite = descriptor_eigenvalues(E, A, count=null.A.shape[0])
+    assert_eigenvalues_close(finite, np.linalg.eigvals(null.A), 1e-7, case)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built.compiled.linearize_descriptor(q, u, p=p)
+    names = [str(w.message) for w in caught if w.category is codegen.errors.NotSteadyWarning]
+    assert len(names) == 1, (case, names)
+    if case.startswith("disk"):
+        assert "q3, u6 change along the motion" in names[0], names[0]
     if case == "disk_upright":
         v = 0.5
         s = 2 * math.sqrt(1 - 3 * v * v) / math.sqrt(5)
@@ -142,14 +159,15 @@ def test_five_bar_singular_configuration(fivebar):
 
 def test_input_matrix(wire):
     """Explicit time and an input: B against the reference and the finite
-    eigenvalues against the local form."""
+    eigenvalues against the reference's null spaces' chart (the chart of all
+    coordinates and speeds)."""
     t, r = 0.4, [0.5]
     q, u = wire.ref.complete([0.7, 0.0], [0.3, 0.0], t=t)
     E, A, B = check_descriptor(wire, q, u, r, t=t)
     assert B.shape[1] == 1 and np.abs(B).max() > 0.1
-    local = wire.compiled.linearize_local(q, u, r, t=t)
-    assert_eigenvalues_close(descriptor_eigenvalues(E, A, count=local.nx),
-                             np.linalg.eigvals(local.A), 1e-9)
+    null = wire.ref.local_state_space(q, u, r, t=t, chart="null space")
+    assert_eigenvalues_close(descriptor_eigenvalues(E, A, count=null.A.shape[0]),
+                             np.linalg.eigvals(null.A), 1e-9)
 
 
 def test_batch(fourbar1):

@@ -167,8 +167,8 @@ def test_straight_line_path_agrees_with_general_path(disk):
         condition = np.empty((n, 2))
         status, _ = disk._kernel.linearize(
             n, np.zeros(1), np.ascontiguousarray(q), np.ascontiguousarray(u), np.zeros((1, disk.nr)),
-            disk.default_parameters[None].copy(), dq, du, 1e-8, False, False, 0.0,
-            None, None, A_full, B_full, None, None, condition, None, None)
+            disk.default_parameters[None].copy(), dq, du, 1e-8, False, False, 0.0, -1.0,
+            None, None, A_full, B_full, None, None, condition, None, None, None)
         assert status == 0
         results[label] = (A_full, condition)
     fast_A, fast_condition = results["straight-line"]

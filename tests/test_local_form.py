@@ -20,6 +20,7 @@ against references that do not use the generated C:
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -156,25 +157,58 @@ def test_regular_equilibria_similar_to_linearize(fourbar1, pendulum, disk_built,
 
 
 @pytest.mark.parametrize("case", MOVING_POINTS)
-def test_moving_points_against_reference_and_chart_fd(case, fourbar1, pendulum, disk_built, fivebar):
-    """Moving points: the reference, and finite differences of SymPy's reduced
-    equations in the returned chart (y = N_q^T q, z = N_u^T u)."""
+def test_moving_points_are_the_partitions_linearization(case, fourbar1, pendulum, disk_built, fivebar):
+    """Moving points (DESIGN.md section 3c): the reference, and the chart's
+    partition linearized by constrained finite differences (SymPy's reduced
+    equations), written in the returned bases: A = H^-1 A_fd H, H = P T; the
+    same eigenvalues as linearize with that partition, at points that are not
+    equilibria too. The disk upright at speed v: the thesis's six zeros and
+    +/- 2 sqrt(1 - 3 v^2)/sqrt(5) (the null spaces' chart would add +/- i v/sqrt(2))."""
     built, p, q, u = moving_point(case, pendulum, fourbar1, disk_built, fivebar)
     q, u = np.asarray(q, float), np.asarray(u, float)
-    result = built.compiled.linearize_local(q, u, p=p)
+    c = built.compiled
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", codegen.errors.NotSteadyWarning)   # the pendulum swings
+        result = c.linearize_local(q, u, p=p)
+        A, B = c.linearize(q, u, p=p, dependent_q=result.dependent_q, dependent_u=result.dependent_u)
+    assert result.chart == "partition"
     check_against_reference(built, result, q, u, p=p)
-    A_fd, _ = built.ref.local_chart_fd(q, u, np.asarray(result.N_q), np.asarray(result.N_u), p=p)
-    assert_close(result.A, A_fd, 1e-6, f"{case}: A vs finite differences in its chart")
+    H = partition_transition(c, result, result.dependent_q, result.dependent_u)
+    A_fd, B_fd = built.ref.constrained_fd_AB(q, u, p=p, dependent_q=list(result.dependent_q),
+                                             dependent_u=list(result.dependent_u))
+    assert_close(result.A, np.linalg.solve(H, A_fd @ H), 1e-6, f"{case}: A vs finite differences")
+    assert_close(result.A, np.linalg.solve(H, A @ H), 1e-9, f"{case}: A vs linearize")
+    assert_eigenvalues_close(np.linalg.eigvals(result.A), np.linalg.eigvals(A), 1e-9, case)
+    if case == "disk_upright":
+        v = 0.5
+        s = 2 * math.sqrt(1 - 3 * v * v) / math.sqrt(5)
+        assert_eigenvalues_close(np.linalg.eigvals(result.A), [s, -s, 0, 0, 0, 0, 0, 0], 1e-9)
+
+
+@pytest.mark.parametrize("case", MOVING_POINTS)
+def test_reference_null_space_chart_against_chart_fd(case, fourbar1, pendulum, disk_built, fivebar):
+    """The reference's null spaces' chart (what the C uses where a rank drops)
+    at moving regular points: finite differences of SymPy's reduced equations
+    in that chart (y = N_q^T q, z = N_u^T u). The disk upright at speed v has
+    four zeros, the thesis pair and +/- i v/sqrt(2) there: u4..u6 are
+    components in the spinning wheel, so the motion is not steady in this
+    chart."""
+    built, p, q, u = moving_point(case, pendulum, fourbar1, disk_built, fivebar)
+    q, u = np.asarray(q, float), np.asarray(u, float)
+    ref = built.ref.local_state_space(q, u, p=p, chart="null space")
+    A_fd, _ = built.ref.local_chart_fd(q, u, ref.N_q, ref.N_u, p=p)
+    assert_close(ref.A, A_fd, 1e-6, f"{case}: A vs finite differences in its chart")
     if case == "disk_upright":
         v = 0.5
         s = 2 * math.sqrt(1 - 3 * v * v) / math.sqrt(5)
         w = v / math.sqrt(2)
-        assert_eigenvalues_close(np.linalg.eigvals(result.A), [s, -s, 1j * w, -1j * w, 0, 0, 0, 0], 1e-9)
+        assert_eigenvalues_close(np.linalg.eigvals(ref.A), [s, -s, 1j * w, -1j * w, 0, 0, 0, 0], 1e-9)
 
 
 def test_input_matrix_and_time(build_dir):
     """A rheonomic user model with an input (bead on a turning wire): A and B
-    against finite differences in the chart and the reference, at t != 0."""
+    against the reference and the partition's constrained finite differences
+    written in the returned bases, at t != 0."""
     from pathlib import Path
     path = Path(__file__).parent / "user_models" / "rotating_wire.py"
     model = codegen.load_model_file(f"{path}:make_model")
@@ -184,9 +218,11 @@ def test_input_matrix_and_time(build_dir):
     result = built.compiled.linearize_local(q, u, r, t=t)
     assert result.B.shape == (2, 1)
     check_against_reference(built, result, q, u, r, t=t)
-    A_fd, B_fd = built.ref.local_chart_fd(q, u, np.asarray(result.N_q), np.asarray(result.N_u), r, t=t)
-    assert_close(result.A, A_fd, 1e-6)
-    assert_close(result.B, B_fd, 1e-6)
+    A_fd, B_fd = built.ref.constrained_fd_AB(q, u, r, t=t, dependent_q=list(result.dependent_q),
+                                             dependent_u=list(result.dependent_u))
+    H = partition_transition(built.compiled, result, result.dependent_q, result.dependent_u)
+    assert_close(result.A, np.linalg.solve(H, A_fd @ H), 1e-6)
+    assert_close(result.B, np.linalg.solve(H, B_fd), 1e-6)
     assert np.abs(result.B).max() > 0.1
 
 

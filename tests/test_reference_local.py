@@ -11,12 +11,14 @@ and to the partition-based linearization of the compiled modules.
   hanging) the local form's eigenvalues are those of the compiled module's
   partition-based A (Spencer, Theorem 4.1.1).
 * At moving points each chart has its own A (as two partitions do): the
-  local form (orthonormal chart y = N_q^T q, z = N_u^T u) is checked against
-  finite differences in that chart and against the compiled A through the
-  chart transition, A_local = H A H^-1 + H' H^-1; with the model's partition
-  as a selection chart it *is* the compiled A. The rolling disk upright at
-  speed v has, in the orthonormal chart, four zeros, the thesis pair
-  +/-2 sqrt(1 - 3 v^2)/sqrt(5) and +/- i v/sqrt(2) (instead of six zeros).
+  local form is the model's partition written in orthonormal bases, A_local =
+  H A H^-1 with the compiled A (with the model's partition as a selection
+  chart it *is* the compiled A); the null spaces' chart (y = N_q^T q,
+  z = N_u^T u, the C's where a rank drops) is checked against finite
+  differences in that chart and through the chart transition, A_null =
+  H A H^-1 + H' H^-1. The rolling disk upright at speed v has the thesis's
+  six zeros and +/-2 sqrt(1 - 3 v^2)/sqrt(5) in the partition's chart, and
+  four zeros, that pair and +/- i v/sqrt(2) in the null spaces' chart.
 * Spencer's five-bar at (pi, 0, 0, pi): rank 1, three degrees of freedom, a
   6 x 6 nilpotent A (all eigenvalues zero); the descriptor form agrees.
 * Equilibria by Gauss-Newton: the four-bar's (N = 1, 2, k = 25) as the
@@ -25,6 +27,7 @@ and to the partition-based linearization of the compiled modules.
 
 import importlib.util
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +85,10 @@ def assert_deflating_subspace(ref, local, q, u, r=None, p=None, t=0.0, tol=1e-9)
     return E, A, B
 
 
-def chart_transition(ref, q, u, local, dependent_q, dependent_u, p=None):
+def chart_transition(ref, q, u, local, dependent_q, dependent_u, p=None, t=0.0):
     """H: (delta q_i, delta u_i) of a partition -> (y, z) of the orthonormal
-    chart, at (q, u) (Peterson's C_0, C_1, C_2 there, N_q and N_u fixed)."""
-    b = ref.operating_blocks(q, u, p=p).blocks
+    chart, at (q, u, t) (Peterson's C_0, C_1, C_2 there, N_q and N_u fixed)."""
+    b = ref.operating_blocks(q, u, p=p, t=t).blocks
     n, o = ref.nq, ref.nu
     qi = [i for i in range(n) if i not in dependent_q]
     ui = [i for i in range(o) if i not in dependent_u]
@@ -215,32 +218,45 @@ def test_local_form_at_moving_points(disk, disk_ref, pendulum, model_name, point
     ref, compiled = (disk_ref, disk) if model_name == "disk" else pendulum
     op = codegen.operating_point(model_name, point, **kwargs)
     q, u = np.asarray(op.q), np.asarray(op.u)
-    A, B = compiled.linearize(op.q, op.u, op.r, op.p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", codegen.errors.NotSteadyWarning)   # the pendulum swings
+        A, B = compiled.linearize(op.q, op.u, op.r, op.p)
     dependent_q, _, dependent_u, _ = ref.partition()
     # the model's partition as a selection chart: the compiled A itself
     selected = ref.local_state_space(q, u, partition=(dependent_q, dependent_u))
     assert_close(selected.A, A, 1e-9, "selection chart vs compiled A")
-    assert_eigenvalues_close(np.linalg.eigvals(selected.A), np.linalg.eigvals(A), 1e-9)
-    # the orthonormal chart: finite differences in that chart, and the chart transition
+    # the default chart (DESIGN.md section 3c): the model's partition, well
+    # conditioned here, in orthonormal bases: A_local = H A H^-1, no rate term
     local = ref.local_state_space(q, u)
-    assert local.A.shape == A.shape
-    A_fd, _ = ref.local_chart_fd(q, u, local.N_q, local.N_u)
-    assert_close(local.A, A_fd, 1e-7, "local form vs finite differences in its chart")
+    assert local.chart == "partition"
+    assert (local.dependent_q, local.dependent_u) == (dependent_q, dependent_u)
     H = chart_transition(ref, q, u, local, dependent_q, dependent_u)
+    assert_close(local.A, H @ A @ np.linalg.inv(H), 1e-9, "A_local = H A H^-1")
+    assert_eigenvalues_close(np.linalg.eigvals(local.A), np.linalg.eigvals(A), 1e-9)
+    # the null spaces' chart (y = N_q^T q, z = N_u^T u; the C's where a rank
+    # drops): finite differences in that chart, and the chart transition with
+    # its rate along the motion, A_null = H A H^-1 + H' H^-1
+    null = ref.local_state_space(q, u, chart="null space")
+    assert null.A.shape == A.shape
+    A_fd, _ = ref.local_chart_fd(q, u, null.N_q, null.N_u)
+    assert_close(null.A, A_fd, 1e-7, "null spaces' chart vs finite differences in it")
+    H = chart_transition(ref, q, u, null, dependent_q, dependent_u)
     eps = 1e-5
-    H_rate = (chart_transition(ref, q + eps * local.qd, u + eps * local.ud, local, dependent_q, dependent_u)
-              - chart_transition(ref, q - eps * local.qd, u - eps * local.ud, local, dependent_q,
+    H_rate = (chart_transition(ref, q + eps * null.qd, u + eps * null.ud, null, dependent_q, dependent_u)
+              - chart_transition(ref, q - eps * null.qd, u - eps * null.ud, null, dependent_q,
                                  dependent_u)) / (2 * eps)
     H_inv = np.linalg.inv(H)
-    assert_close(local.A, H @ A @ H_inv + H_rate @ H_inv, 1e-7, "A_local = H A H^-1 + H' H^-1")
-    assert_deflating_subspace(ref, local, q, u)
+    assert_close(null.A, H @ A @ H_inv + H_rate @ H_inv, 1e-7, "A_null = H A H^-1 + H' H^-1")
+    assert_deflating_subspace(ref, null, q, u)
     if point == "upright":
         v = kwargs["v"]
         s = 2 * math.sqrt(1 - 3 * v * v) / math.sqrt(5)
         assert_eigenvalues_close(np.linalg.eigvals(A), [s, -s, 0, 0, 0, 0, 0, 0], 1e-9)
-        assert_eigenvalues_close(np.linalg.eigvals(local.A),
+        assert_eigenvalues_close(np.linalg.eigvals(local.A), [s, -s, 0, 0, 0, 0, 0, 0], 1e-9)
+        # u4..u6 are components in the spinning wheel: not steady in that chart
+        assert_eigenvalues_close(np.linalg.eigvals(null.A),
                                  [s, -s, 1j * v / math.sqrt(2), -1j * v / math.sqrt(2), 0, 0, 0, 0],
-                                 1e-9, "orthonormal chart of the rolling disk")
+                                 1e-9, "null spaces' chart of the rolling disk")
 
 
 def test_automatic_partition_is_a_valid_compiled_partition(disk, disk_ref):
@@ -267,18 +283,25 @@ def test_rheonomic_model_with_an_input():
     ref = KaneReference.from_model(source.make_model())
     t, r = 0.4, [0.5]
     q, u = ref.complete([0.7, 0.0], [0.3, 0.0], t=t)
-    local = ref.local_state_space(q, u, r, t=t)
-    assert local.B.shape == (2, 1)
-    A_fd, B_fd = ref.local_chart_fd(q, u, local.N_q, local.N_u, r, t=t)
-    assert_close(local.A, A_fd, 1e-7)
-    assert_close(local.B, B_fd, 1e-7)
+    null = ref.local_state_space(q, u, r, t=t, chart="null space")
+    assert null.B.shape == (2, 1)
+    A_fd, B_fd = ref.local_chart_fd(q, u, null.N_q, null.N_u, r, t=t)
+    assert_close(null.A, A_fd, 1e-7)
+    assert_close(null.B, B_fd, 1e-7)
     dependent_q, _, dependent_u, _ = ref.partition()
     selected = ref.local_state_space(q, u, r, t=t, partition=(dependent_q, dependent_u))
     A_p, B_p = ref.constrained_fd_AB(q, u, r, t=t)
     assert_close(selected.A, A_p, 1e-7)
     assert_close(selected.B, B_p, 1e-7)
-    E, A, B = assert_deflating_subspace(ref, local, q, u, r, t=t)
-    assert_eigenvalues_close(descriptor_eigenvalues(E, A), np.linalg.eigvals(local.A), 1e-9)
+    # the default chart: the partition's A in orthonormal bases
+    local = ref.local_state_space(q, u, r, t=t)
+    H = chart_transition(ref, q, u, local, dependent_q, dependent_u, t=t)
+    assert_close(local.A, H @ A_p @ np.linalg.inv(H), 1e-7)
+    assert_close(local.B, H @ B_p, 1e-7)
+    # the descriptor form is in the chart of all coordinates and speeds: the
+    # null spaces' chart's eigenvalues
+    E, A, B = assert_deflating_subspace(ref, null, q, u, r, t=t)
+    assert_eigenvalues_close(descriptor_eigenvalues(E, A), np.linalg.eigvals(null.A), 1e-9)
 
 
 # -- Spencer's five-bar ------------------------------------------------------------------------

@@ -141,14 +141,14 @@ int main(void)
         double sigma[C(NC) + C(NV) + 1], sigma_alone[C(NC) + C(NV) + 1];
         int ranks[2], ranks_alone[2], dependent_q[C(NC) + 1], dependent_u[C(NV) + 1], nx;
         status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
-                                    A_local, B_local, T_local, ranks, NULL, &work);
+                                    A_local, B_local, T_local, ranks, NULL, NULL, &work);
         CHECK(status == C(OK), "linearize_local");
         nx = (C(NQ) - ranks[0]) + (C(NU) - ranks[1]);
         print_vector("local_A", A_local, nx * nx);
         print_vector("local_B", B_local, nx * C(NR));
         print_vector("local_T", T_local, ROWS * nx);
         status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
-                                    A_again, NULL, NULL, NULL, sigma, &work);
+                                    A_again, NULL, NULL, NULL, NULL, sigma, &work);
         CHECK(status == C(OK), "linearize_local with sigma");
         CHECK(memcmp(A_again, A_local, nx * nx * sizeof(double)) == 0, "sigma changed A");
         print_vector("sigma", sigma, C(NC) + C(NV));
@@ -158,12 +158,12 @@ int main(void)
         CHECK(memcmp(sigma_alone, sigma, (C(NC) + C(NV)) * sizeof(double)) == 0, "sigma alone");
         CHECK(ranks_alone[0] == ranks[0] && ranks_alone[1] == ranks[1], "ranks alone");
         status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, 0.999, 1e-8,
-                                    A_local, B_local, T_local, ranks, sigma, &work);
+                                    A_local, B_local, T_local, ranks, NULL, sigma, &work);
         CHECK(status == C(OK), "linearize_local, SVD path");
         status = F(linearize_descriptor)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
                                          E_desc, A_desc, B_desc, ranks, &work);
         CHECK(status == C(OK), "linearize_descriptor");
-        status = F(automatic_partition)(0.25, q_points[0], u_points[0], NULL, -1.0, dependent_q,
+        status = F(automatic_partition)(0.25, q_points[0], u_points[0], NULL, -1.0, 1, dependent_q,
                                         dependent_u, ranks, &work);
         CHECK(status == C(OK), "automatic_partition");
     }
@@ -189,7 +189,7 @@ int main(void)
         CHECK(F(linearize)(0.25, q, u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL, NULL,
                            NULL, NULL, &work) == C(ERR_CONFIGURATION_CONSTRAINT), "f_c violated");
     }
-    for (i = 0; i <= 12; ++i) CHECK(F(status_message)(i) != NULL, "status message");
+    for (i = 0; i <= 13; ++i) CHECK(F(status_message)(i) != NULL, "status message");
     CHECK(strcmp(F(q_names)[0], "") != 0 && F(q_names)[C(NQ)] == NULL, "names");
     printf("failures %d\n", failures);
     return failures != 0;

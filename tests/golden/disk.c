@@ -34,6 +34,17 @@
 /* internal: a static pivot of the straight-line code failed its check (before
    anything divided by it); the caller takes the general path */
 #define PIVOT_REJECTED (-1)
+/* the chart of the last local form (w->chart): the default partition's by
+   straight-line code, a partition's by looped code, the null spaces' */
+#define STRAIGHT_LINE_CHART 0
+#define PARTITION_CHART 1
+#define NULL_SPACE_CHART 2
+/* the last result of the workspace (w->last), for unsteady_states */
+#define NO_RESULT 0
+#define LINEARIZE_STRAIGHT_LINE 1
+#define LINEARIZE_GENERAL 2
+#define LOCAL_FORM 3
+#define DESCRIPTOR_FORM 4
 
 /* Each stage of the procedure is a function of its own. A large one is kept
    out of line: compilers optimize (and compile) several moderate functions much
@@ -126,14 +137,42 @@ static int unless_nonfinite(const double *a, int count, int status)
     return all_finite(a, count) ? status : NONFINITE_RESULT;
 }
 
+/* Views of row-major arrays (codegen/procedure.py, View): the matrix read
+   from a (row stride ld) is a[i][index[j]] (index NULL: a[i][j]), or its
+   transpose when transposed. Written views are never transposed. */
+static double view_get(const double *a, int ld, const int *index, int transposed, int i, int j)
+{
+    const int row = transposed ? j : i, column = transposed ? i : j;
+    return a[row * ld + (index ? index[column] : column)];
+}
+
+/* dst (rows x cols view, its columns dst_index or contiguous) = the view of
+   src (negated when negate) */
+static void copy_view(int rows, int cols, const double *src, int ld_src, const int *src_index,
+                      int transposed, int negate, double *dst, int ld_dst, const int *dst_index)
+{
+    int i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) {
+            const double value = view_get(src, ld_src, src_index, transposed, i, j);
+            dst[i * ld_dst + (dst_index ? dst_index[j] : j)] = negate ? -value : value;
+        }
+}
+
+/* dst (rows x cols view, its columns dst_index or contiguous) = 0 */
+static void zero_view(int rows, int cols, double *dst, int ld_dst, const int *dst_index)
+{
+    int i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) dst[i * ld_dst + (dst_index ? dst_index[j] : j)] = 0.0;
+}
+
 /* dst (rows x cols, row stride ld_dst) = the columns index[0..cols) of src
    (row stride ld_src), or its first cols columns when index is NULL */
 static void gather(int rows, int cols, const double *src, int ld_src, const int *index, double *dst,
                    int ld_dst)
 {
-    int i, k;
-    for (i = 0; i < rows; ++i)
-        for (k = 0; k < cols; ++k) dst[i * ld_dst + k] = src[i * ld_src + (index ? index[k] : k)];
+    copy_view(rows, cols, src, ld_src, index, 0, 0, dst, ld_dst, 0);
 }
 
 static void negate(double *a, int count)
@@ -142,20 +181,100 @@ static void negate(double *a, int count)
     for (i = 0; i < count; ++i) a[i] = -a[i];
 }
 
-/* c (rows x cols, row stride ldc) -= a b, with a the columns index[0..inner) of
-   the rows of a (stride lda; the first inner columns when index is NULL) and b
-   (inner x cols, stride ldb). Zero factors are skipped: the blocks are sparse. */
-static void subtract_product(int rows, int inner, int cols, const double *a, int lda, const int *index,
-                             const double *b, int ldb, double *c, int ldc)
+/* c (rows x cols, row stride ldc, its columns c_index or contiguous) = a b
+   (subtract = 0) or c - a b (subtract = 1), a (rows x inner) and b (inner x
+   cols) views (see view_get). Zero factors of a are skipped: the blocks are
+   sparse. */
+static void product_view(int rows, int inner, int cols, const double *a, int lda, const int *a_index,
+                         int a_transposed, const double *b, int ldb, const int *b_index,
+                         int b_transposed, double *c, int ldc, const int *c_index, int subtract)
 {
     int i, j, l;
     for (i = 0; i < rows; ++i) {
+        double *row = c + i * ldc;
+        if (!subtract)
+            for (j = 0; j < cols; ++j) row[c_index ? c_index[j] : j] = 0.0;
         for (l = 0; l < inner; ++l) {
-            const double factor = a[i * lda + (index ? index[l] : l)];
+            const double factor = view_get(a, lda, a_index, a_transposed, i, l);
             if (factor == 0.0) continue;
-            for (j = 0; j < cols; ++j) c[i * ldc + j] -= factor * b[l * ldb + j];
+            if (subtract)
+                for (j = 0; j < cols; ++j)
+                    row[c_index ? c_index[j] : j] -= factor * view_get(b, ldb, b_index, b_transposed, l, j);
+            else
+                for (j = 0; j < cols; ++j)
+                    row[c_index ? c_index[j] : j] += factor * view_get(b, ldb, b_index, b_transposed, l, j);
         }
     }
+}
+
+/* The thin QR factorization C = N L^T of C (rows x cols) with the identity
+   in the rows independent[0..cols) and -K (count x cols, stride ldk) in the
+   rows dependent[0..count): N with orthonormal columns, L lower triangular
+   with a positive diagonal (unique), by Householder reflections (orthonormal
+   to rounding however large K is). basis_t (cols x rows, stride ld_basis) =
+   N^T, low (cols x cols) = L. scratch: 2 rows cols + cols doubles. */
+static void orthonormalize(int rows, int cols, const double *K, int ldk, const int *dependent,
+                           int count, const int *independent, double *basis_t, int ld_basis,
+                           double *low, double *scratch)
+{
+    double *a = scratch, *q = scratch + rows * cols, *beta = q + rows * cols;
+    int i, j, k;
+    fill_zero(a, rows * cols);
+    for (j = 0; j < cols; ++j) a[independent[j] * cols + j] = 1.0;
+    for (k = 0; k < count; ++k)
+        for (j = 0; j < cols; ++j) a[dependent[k] * cols + j] = -K[k * ldk + j];
+    for (k = 0; k < cols; ++k) {
+        /* the reflector I - beta h h^T that zeros a[k+1:, k]; h kept in place
+           below the diagonal (its first entry in q's diagonal slot) */
+        double norm = 0.0, alpha, hh = 0.0;
+        for (i = k; i < rows; ++i) norm += a[i * cols + k] * a[i * cols + k];
+        norm = sqrt(norm);
+        alpha = a[k * cols + k] > 0.0 ? -norm : norm;
+        a[k * cols + k] -= alpha;
+        for (i = k; i < rows; ++i) hh += a[i * cols + k] * a[i * cols + k];
+        beta[k] = hh > 0.0 ? 2.0 / hh : 0.0;
+        for (j = k + 1; j < cols; ++j) {
+            double dot = 0.0;
+            for (i = k; i < rows; ++i) dot += a[i * cols + k] * a[i * cols + j];
+            dot *= beta[k];
+            for (i = k; i < rows; ++i) a[i * cols + j] -= dot * a[i * cols + k];
+        }
+        q[k * cols + k] = a[k * cols + k];   /* h[0], before R's diagonal replaces it */
+        a[k * cols + k] = alpha;
+    }
+    /* N = H_0 ... H_{cols-1} [I; 0], the reflectors applied last to first */
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) basis_t[j * ld_basis + i] = i == j ? 1.0 : 0.0;
+    for (k = cols - 1; k >= 0; --k) {
+        for (j = 0; j < cols; ++j) {
+            double dot = q[k * cols + k] * basis_t[j * ld_basis + k];
+            for (i = k + 1; i < rows; ++i) dot += a[i * cols + k] * basis_t[j * ld_basis + i];
+            dot *= beta[k];
+            basis_t[j * ld_basis + k] -= dot * q[k * cols + k];
+            for (i = k + 1; i < rows; ++i) basis_t[j * ld_basis + i] -= dot * a[i * cols + k];
+        }
+    }
+    /* L = R^T with a positive diagonal: flip the signs of the rows of R (and
+       of the columns of N) whose diagonal entry is negative */
+    for (j = 0; j < cols; ++j) {
+        const double sign = a[j * cols + j] < 0.0 ? -1.0 : 1.0;
+        for (k = 0; k < cols; ++k) low[k * cols + j] = k >= j ? sign * a[j * cols + k] : 0.0;
+        if (sign < 0.0)
+            for (i = 0; i < rows; ++i) basis_t[j * ld_basis + i] = -basis_t[j * ld_basis + i];
+    }
+}
+
+/* b (n x m, row stride ldb) = L^T b for the lower triangular L (n x n):
+   row i reads rows k >= i, so from the top in place */
+static void lower_transposed_multiply(int n, const double *low, double *b, int ldb, int m)
+{
+    int i, j, k;
+    for (i = 0; i < n; ++i)
+        for (j = 0; j < m; ++j) {
+            double sum = 0.0;
+            for (k = i; k < n; ++k) sum += low[k * n + i] * b[k * ldb + j];
+            b[i * ldb + j] = sum;
+        }
 }
 
 /* In-place LU factorization with partial pivoting of the n x n matrix a.
@@ -484,6 +603,65 @@ static void left_null_projector(int rows, int cols, int rank, const double *g, c
     }
 }
 
+/* Steadiness in a chart (DESIGN.md section 3c): flags[j] = 1 for each
+   essential state j < states whose rate is not zero, that is above tol times
+   the largest rate (at least 1); returns their count. The equations are
+   E x' = A x + ... (rows of them, ld columns of E and A: the states first,
+   then algebraic variables such as multipliers); E NULL: the identity, x' =
+   A x, with row i the rate of state i (rows == states). A state is
+   ignorable when no equation depends on it (its column of A is zero) except
+   the equations of ignorable states (rows whose E holds only ignorable
+   states' rates), repeatedly: a position, a heading, a wheel's angle. Such
+   states add only zero eigenvalues and may change along a steady motion;
+   the others are essential, and a steady motion keeps them constant (for a
+   speed: no acceleration). active: rows ints of scratch. */
+static int unsteady_states(int rows, int states, int ld, const double *E, const double *A,
+                           const double *rate, double tol, int *flags, int *active)
+{
+    double negligible = 0.0, largest = 1.0;
+    int changed = 1, count = 0, i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < ld; ++j) if (fabs(A[i * ld + j]) > negligible) negligible = fabs(A[i * ld + j]);
+    negligible *= 1e-12;   /* rounding in a column that is zero */
+    for (j = 0; j < states; ++j) flags[j] = 1;
+    for (i = 0; i < rows; ++i) active[i] = 1;
+    while (changed) {
+        changed = 0;
+        for (j = 0; j < states; ++j) {
+            int depends = 0;
+            if (!flags[j]) continue;
+            for (i = 0; i < rows && !depends; ++i) depends = active[i] && fabs(A[i * ld + j]) > negligible;
+            if (!depends) {
+                flags[j] = 0;
+                changed = 1;
+            }
+        }
+        for (i = 0; i < rows; ++i) {
+            int rates = 0, essential = 0;
+            if (!active[i]) continue;
+            if (!E) {
+                active[i] = flags[i];
+                continue;
+            }
+            for (j = 0; j < states; ++j)
+                if (E[i * ld + j] != 0.0) {
+                    rates = 1;
+                    essential |= flags[j];
+                }
+            if (rates && !essential) {
+                active[i] = 0;
+                changed = 1;
+            }
+        }
+    }
+    for (j = 0; j < states; ++j) if (fabs(rate[j]) > largest) largest = fabs(rate[j]);
+    for (j = 0; j < states; ++j) {
+        flags[j] = flags[j] && !(fabs(rate[j]) <= tol * largest);
+        count += flags[j];
+    }
+    return count;
+}
+
 /* The first count pivot columns of a column-pivoted (Gram-Schmidt) QR of a
    (rows x cols; destroyed): at each step the column of largest remaining norm
    (the first on ties), whose direction is then removed from every column.
@@ -575,6 +753,7 @@ static int prepare(double t, const double *q, const double *u, const double **r,
 {
     int status;
     if (!q || !u || !w) return DISK_ERR_NULL_ARGUMENT;
+    w->last = NO_RESULT;
     w->condition[0] = w->condition[1] = NAN;   /* unknown until a block is factorized */
     status = check_inputs(t, q, u, *r, *p);
     if (status != DISK_OK) return status;
@@ -1526,39 +1705,39 @@ STAGE int general_solution(disk_workspace *w, double *A, double *B, double *A_fu
     gather(NV, NUI, w->B_v, NU, w->independent_u, w->K_v + NQ, (NQ + NUI));
     lu_solve(NV, w->Bv_dependent, w->pivot_v, w->K_v, (NQ + NUI));
     /* T_q = A_qq + A_qu C_1 = A_qq - A_qu P_ud K_q */
-    gather(NQ, NQ, w->A_qq, NQ, 0, w->T_q, NQ);
-    subtract_product(NQ, NV, NQ, w->A_qu, NU, w->dependent_u,
-                     w->K_v, (NQ + NUI), w->T_q, NQ);
+    copy_view(NQ, NQ, w->A_qq, NQ, 0, 0, 0, w->T_q, NQ, 0);
+    product_view(NQ, NV, NQ, w->A_qu, NU, w->dependent_u, 0,
+                 w->K_v, (NQ + NUI), 0, 0, w->T_q, NQ, 0, 1);
     /* T_u = A_uq + A_uu C_1 = A_uq - A_uu P_ud K_q */
-    gather(NW, NQ, w->A_uq, NQ, 0, w->T_u, NQ);
-    subtract_product(NW, NV, NQ, w->A_uu, NU, w->dependent_u,
-                     w->K_v, (NQ + NUI), w->T_u, NQ);
+    copy_view(NW, NQ, w->A_uq, NQ, 0, 0, 0, w->T_u, NQ, 0);
+    product_view(NW, NV, NQ, w->A_uu, NU, w->dependent_u, 0,
+                 w->K_v, (NQ + NUI), 0, 0, w->T_u, NQ, 0, 1);
     /* T_q C_0 = T_q P_qi - T_q P_qd K_c */
-    gather(NQ, NQI, w->T_q, NQ, w->independent_q, w->A_full, NX);
-    subtract_product(NQ, NC, NQI, w->T_q, NQ, w->dependent_q,
-                     w->K_c, NQI, w->A_full, NX);
+    copy_view(NQ, NQI, w->T_q, NQ, w->independent_q, 0, 0, w->A_full, NX, 0);
+    product_view(NQ, NC, NQI, w->T_q, NQ, w->dependent_q, 0,
+                 w->K_c, NQI, 0, 0, w->A_full, NX, 0, 1);
     /* A_qu C_2 = A_qu P_ui - A_qu P_ud K_u */
-    gather(NQ, NUI, w->A_qu, NU, w->independent_u, w->A_full + NQI, NX);
-    subtract_product(NQ, NV, NUI, w->A_qu, NU, w->dependent_u,
-                     w->K_v + NQ, (NQ + NUI), w->A_full + NQI, NX);
+    copy_view(NQ, NUI, w->A_qu, NU, w->independent_u, 0, 0, w->A_full + NQI, NX, 0);
+    product_view(NQ, NV, NUI, w->A_qu, NU, w->dependent_u, 0,
+                 w->K_v + NQ, (NQ + NUI), 0, 0, w->A_full + NQI, NX, 0, 1);
     /* T_u C_0 = T_u P_qi - T_u P_qd K_c */
-    gather(NW, NQI, w->T_u, NQ, w->independent_q, w->A_full + NQ * NX, NX);
-    subtract_product(NW, NC, NQI, w->T_u, NQ, w->dependent_q,
-                     w->K_c, NQI, w->A_full + NQ * NX, NX);
+    copy_view(NW, NQI, w->T_u, NQ, w->independent_q, 0, 0, w->A_full + NQ * NX, NX, 0);
+    product_view(NW, NC, NQI, w->T_u, NQ, w->dependent_q, 0,
+                 w->K_c, NQI, 0, 0, w->A_full + NQ * NX, NX, 0, 1);
     /* A_uu C_2 = A_uu P_ui - A_uu P_ud K_u */
-    gather(NW, NUI, w->A_uu, NU, w->independent_u, w->A_full + NQ * NX + NQI, NX);
-    subtract_product(NW, NV, NUI, w->A_uu, NU, w->dependent_u,
-                     w->K_v + NQ, (NQ + NUI), w->A_full + NQ * NX + NQI, NX);
+    copy_view(NW, NUI, w->A_uu, NU, w->independent_u, 0, 0, w->A_full + NQ * NX + NQI, NX, 0);
+    product_view(NW, NV, NUI, w->A_uu, NU, w->dependent_u, 0,
+                 w->K_v + NQ, (NQ + NUI), 0, 0, w->A_full + NQ * NX + NQI, NX, 0, 1);
     /* block forward substitution: A'_q = M_qq^-1 A~_q */
     lu_solve(NQ, w->M_qq, w->pivot_qq, w->A_full, NX);
     /* A~_u - M_uq A'_q */
-    subtract_product(NW, NQ, NX, w->M_uq, NQ, 0,
-                     w->A_full, NX, w->A_full + NQ * NX, NX);
+    product_view(NW, NQ, NX, w->M_uq, NQ, 0, 0,
+                 w->A_full, NX, 0, 0, w->A_full + NQ * NX, NX, 0, 1);
     /* A'_u = M_uu^-1 (A~_u - M_uq A'_q) */
     lu_solve(NW, w->M_uu, w->pivot_uu, w->A_full + NQ * NX, NX);
     /* B' = M^-1 [0; 0; B_u]: no coordinate rows */
-    fill_zero(w->B_full, (NQ + NV) * NR);
-    gather(ND, NR, w->B_u, NR, 0, w->B_full + (NQ + NV) * NR, NR);
+    zero_view((NQ + NV), NR, w->B_full, NR, 0);
+    copy_view(ND, NR, w->B_u, NR, 0, 0, 0, w->B_full + (NQ + NV) * NR, NR, 0);
     lu_solve(NW, w->M_uu, w->pivot_uu, w->B_full + NQ * NR, NR);
     if (!all_finite(w->A_full, (NQ + NU) * NX) || !all_finite(w->B_full, (NQ + NU) * NR))
         return DISK_ERR_NONFINITE_RESULT;
@@ -1816,16 +1995,15 @@ static int local_outputs(disk_workspace *w, int ny, int nz, const double *a_full
     return DISK_OK;
 }
 
-/* The local state-space form at the point local_point evaluated: A' = M^-1 A~
-   T in the local states (the block forward substitution of the partition-
-   based solution with the embedding T in place of the partition's), then the
-   rows projected onto the null spaces. */
-static int local_solution(disk_workspace *w, double *A, double *B, double *T)
+/* A' = M^-1 A~ T and B' = M^-1 [0; 0; B_u] at the point local_point
+   evaluated, for the embedding T of the states in w->embedding (NS x nx):
+   the block forward substitution of the partition-based solution with T in
+   place of the partition's [C_0, C_2], the speed-level system solved through
+   the null space of B_v. Into w->local_full (nx columns) and w->B_full. */
+static void embedded_rates(disk_workspace *w, int nx)
 {
-    const int ny = NQ - w->rank_c, nz = NU - w->rank_v, nx = ny + nz;
     const double *T_q = w->embedding, *T_u = w->embedding + NQ * nx;
     double *A_q = w->local_full, *A_u = w->local_full + NQ * nx;
-    make_embedding(w, ny, nz);
     /* A~ = [A_qq, A_qu; A_uq, A_uu] T, then A' */
     fill_zero(w->local_full, (NQ + NW) * nx);
     add_product(NQ, NQ, nx, 1.0, w->A_qq, NQ, 0, T_q, nx, 0, A_q, nx);
@@ -1834,12 +2012,184 @@ static int local_solution(disk_workspace *w, double *A, double *B, double *T)
     add_product(NW, NU, nx, 1.0, w->A_uu, NU, 0, T_u, nx, 0, A_u, nx);
     solve_rates(w, w->local_full, nx);
     input_rates(w);
+}
+
+/* The local state-space form in the chart of the null spaces, where J_c or
+   B_v lost rank (no partition exists): A' in the local states, its rows
+   projected onto the null spaces. */
+static int null_space_local(disk_workspace *w, double *A, double *B, double *T)
+{
+    const int ny = NQ - w->rank_c, nz = NU - w->rank_v;
+    make_embedding(w, ny, nz);
+    embedded_rates(w, ny + nz);
     return local_outputs(w, ny, nz, w->local_full, w->B_full, A, B, T);
 }
 
-/* the local form at a regular point, from the default partition: straight-line code (codegen/procedure.py,
-   _local_chart), after straight_line_solution left A' and B' in the
-   workspace; into the caller's arrays */
+/* The embedding of the workspace partition's states, T_p = [[C_0, 0],
+   [C_1 C_0, C_2]] (C_0 = P_qi - P_qd K_c, C_1 = -P_ud K_q, C_2 = P_ui -
+   P_ud K_u), into w->embedding (NS x NX) */
+static void partition_embedding(disk_workspace *w)
+{
+    double *T_q = w->embedding, *T_u = w->embedding + NQ * NX;
+    int i, j, k;
+    fill_zero(w->embedding, NS * NX);
+    for (k = 0; k < NQI; ++k) T_q[w->independent_q[k] * NX + k] = 1.0;
+    for (k = 0; k < NC; ++k)
+        for (j = 0; j < NQI; ++j) T_q[w->dependent_q[k] * NX + j] = -w->K_c[k * NQI + j];
+    for (k = 0; k < NV; ++k)
+        for (j = 0; j < NQI; ++j) {
+            double sum = 0.0;
+            for (i = 0; i < NQ; ++i) sum += w->K_v[k * (NQ + NUI) + i] * T_q[i * NX + j];
+            T_u[w->dependent_u[k] * NX + j] = -sum;
+        }
+    for (k = 0; k < NUI; ++k) T_u[w->independent_u[k] * NX + NQI + k] = 1.0;
+    for (k = 0; k < NV; ++k)
+        for (j = 0; j < NUI; ++j) T_u[w->dependent_u[k] * NX + NQI + j] = -w->K_v[k * (NQ + NUI) + NQ + j];
+}
+
+/* the local form at a regular point, in a partition's chart: the looped rendering (any partition, the
+   workspace's), from the partition's A and B in w->A, w->B and its K_c, K_v;
+   into the caller's arrays (none NULL) */
+static int general_local_chart(disk_workspace *w, double *A, double *B, double *T)
+{
+    /* J_c has full rank */
+    if (w->rank_c < NC) return DISK_ERR_RANK_DEFICIENT;   /* the SVD's rank */
+    /* B_v has full rank */
+    if (w->rank_v < NV) return DISK_ERR_RANK_DEFICIENT;   /* the SVD's rank */
+    /* C_0 = N_q L_q^T */
+    orthonormalize(NQ, NQI, w->K_c, NQI, w->dependent_q, NC,
+                   w->independent_q, w->N_qT, NQ, w->L_chart_q, w->scratch);
+    /* C_2 = N_u L_u^T */
+    orthonormalize(NU, NUI, w->K_v + NQ, (NQ + NUI), w->dependent_u, NV,
+                   w->independent_u, w->N_uT, NU, w->L_chart_u, w->scratch);
+    /* K_q N_q */
+    product_view(NV, NQ, NQI, w->K_v, (NQ + NUI), 0, 0,
+                 w->N_qT, NQ, 0, 1, w->KN, NQI, 0, 0);
+    /* W = N_u^T P_ud K_q N_q */
+    product_view(NUI, NV, NQI, w->N_uT, NU, w->dependent_u, 0,
+                 w->KN, NQI, 0, 0, w->W, NQI, 0, 0);
+    zero_view(NQI, NU, w->minus_C1NqT, NU, 0);
+    /* (P_ud K_q N_q)^T */
+    copy_view(NQI, NV, w->KN, NQI, 0, 1, 0, w->minus_C1NqT, NU, w->dependent_u);
+    /* -(C_1 N_q)^T = (P_ud K_q N_q - N_u W)^T */
+    product_view(NQI, NUI, NU, w->W, NQI, 0, 1,
+                 w->N_uT, NU, 0, 0, w->minus_C1NqT, NU, 0, 1);
+    /* H^T: the independent rows of T, transposed */
+    copy_view(NQI, NQI, w->N_qT, NQ, w->independent_q, 0, 0, w->HT, NX, 0);
+    zero_view(NUI, NQI, w->HT + NQI * NX, NX, 0);
+    copy_view(NQI, NUI, w->minus_C1NqT, NU, w->independent_u, 0, 1, w->HT + NQI, NX, 0);
+    copy_view(NUI, NUI, w->N_uT, NU, w->independent_u, 0, 0, w->HT + NQI * NX + NQI, NX, 0);
+    /* G A: the partition's A in the local states' rows */
+    copy_view(NX, NX, w->A, NX, 0, 0, 0, w->GA, NX, 0);
+    /* L_q^T A_qi */
+    lower_transposed_multiply(NQI, w->L_chart_q, w->GA, NX, NX);
+    /* L_u^T A_ui */
+    lower_transposed_multiply(NUI, w->L_chart_u, w->GA + NQI * NX, NX, NX);
+    /* L_u^T A_ui - W L_q^T A_qi */
+    product_view(NUI, NQI, NX, w->W, NQI, 0, 0,
+                 w->GA, NX, 0, 0, w->GA + NQI * NX, NX, 0, 1);
+    /* A = G A H */
+    product_view(NX, NX, NX, w->GA, NX, 0, 0,
+                 w->HT, NX, 0, 1, w->A_local, NX, 0, 0);
+    zero_view(NQI, NR, w->B_local, NR, 0);
+    copy_view(NUI, NR, w->B + NQI * NR, NR, 0, 0, 0, w->B_local + NQI * NR, NR, 0);
+    /* B = [0; L_u^T B_ui] */
+    lower_transposed_multiply(NUI, w->L_chart_u, w->B_local + NQI * NR, NR, NR);
+    /* A, B and T of the local form into the caller's arrays */
+    copy_view(NX, NX, w->A_local, NX, 0, 0, 0, A, NX, 0);
+    copy_view(NX, NR, w->B_local, NR, 0, 0, 0, B, NR, 0);
+    fill_zero(T, NS * NX);
+    copy_view(NQ, NQI, w->N_qT, NQ, 0, 1, 0, T, NX, 0);                  /* N_q */
+    copy_view(NU, NQI, w->minus_C1NqT, NU, 0, 1, 1, T + NQ * NX, NX, 0);   /* C_1 N_q */
+    copy_view(NU, NUI, w->N_uT, NU, 0, 1, 0, T + NQ * NX + NQI, NX, 0);    /* N_u */
+    if (!all_finite(A, NX * NX) || !all_finite(B, NX * NR) || !all_finite(T, NS * NX))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* The local form at a regular point (J_c and B_v of full rank; local_point
+   evaluated it) in the chart of the workspace's partition: K_c and K_v, the
+   partition's A and B (the rows of its independent states of A' = M^-1 A~
+   T_p, with the null-space speed solve: no squared conditioning near a
+   singular configuration), then the chart. */
+static int partition_local(disk_workspace *w, double *A, double *B, double *T)
+{
+    int i, j;
+    /* J_c P_qd */
+    gather(NC, NC, w->J_c, NQ, w->dependent_q, w->Jc_dependent, NC);
+    if (lu_factor(NC, w->Jc_dependent, w->pivot_c, norm_inf(w->J_c, NC * NQ))) {
+        w->condition[0] = HUGE_VAL;
+        return unless_nonfinite(w->J_c, NC * NQ, DISK_ERR_SINGULAR_CONFIGURATION_PARTITION);
+    }
+    w->condition[0] = pivot_condition(NC, w->Jc_dependent, norm_inf(w->J_c, NC * NQ));
+    /* K_c = (J_c P_qd)^-1 J_c P_qi */
+    gather(NC, NQI, w->J_c, NQ, w->independent_q, w->K_c, NQI);
+    lu_solve(NC, w->Jc_dependent, w->pivot_c, w->K_c, NQI);
+    /* B_v P_ud */
+    gather(NV, NV, w->B_v, NU, w->dependent_u, w->Bv_dependent, NV);
+    if (lu_factor(NV, w->Bv_dependent, w->pivot_v, norm_inf(w->B_v, NV * NU))) {
+        w->condition[1] = HUGE_VAL;
+        return unless_nonfinite(w->B_v, NV * NU, DISK_ERR_SINGULAR_VELOCITY_PARTITION);
+    }
+    w->condition[1] = pivot_condition(NV, w->Bv_dependent, norm_inf(w->B_v, NV * NU));
+    /* K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui] */
+    gather(NV, NQ, w->J_vq, NQ, 0, w->K_v, (NQ + NUI));
+    gather(NV, NUI, w->B_v, NU, w->independent_u, w->K_v + NQ, (NQ + NUI));
+    lu_solve(NV, w->Bv_dependent, w->pivot_v, w->K_v, (NQ + NUI));
+    partition_embedding(w);
+    embedded_rates(w, NX);
+    if (!all_finite(w->local_full, (NQ + NU) * NX) || !all_finite(w->B_full, (NQ + NU) * NR))
+        return NONFINITE_RESULT;
+    for (i = 0; i < NQI; ++i)
+        for (j = 0; j < NX; ++j) w->A[i * NX + j] = w->local_full[w->independent_q[i] * NX + j];
+    for (i = 0; i < NUI; ++i)
+        for (j = 0; j < NX; ++j) w->A[(NQI + i) * NX + j] = w->local_full[(NQ + w->independent_u[i]) * NX + j];
+    for (i = 0; i < NQI; ++i)
+        for (j = 0; j < NR; ++j) w->B[i * NR + j] = w->B_full[w->independent_q[i] * NR + j];
+    for (i = 0; i < NUI; ++i)
+        for (j = 0; j < NR; ++j) w->B[(NQI + i) * NR + j] = w->B_full[(NQ + w->independent_u[i]) * NR + j];
+    return general_local_chart(w, A, B, T);
+}
+
+/* 1 if the model's default block of J_c P_qd (which = 0) or B_v P_ud (1) is
+   well conditioned at the point (J_c, B_v evaluated, zeros filled): its
+   condition estimate at most 1 / CONDITION_RTOL, where linearize raises no
+   IllConditionedWarning */
+static int well_conditioned_default(disk_workspace *w, int which)
+{
+    const double condition = which == 0
+        ? block_condition(NC, NQ, w->J_c, disk_default_dependent_q, w->Jc_dependent, w->pivot_c)
+        : block_condition(NV, NU, w->B_v, disk_default_dependent_u, w->Bv_dependent, w->pivot_v);
+    return condition <= 1.0 / CONDITION_RTOL;
+}
+
+/* The partition of a chart at the point (J_c, B_v evaluated; ranks in the
+   workspace): the model's default dependent coordinates (speeds) where
+   keep_q (keep_u), else the rank_c (rank_v) pivot columns of a
+   column-pivoted QR of J_c (B_v), the best-conditioned dependent set at the
+   point, ascending. So a path keeps the model's chart wherever it is well
+   conditioned, and switches only where it is not. */
+static void chart_partition(disk_workspace *w, int keep_q, int keep_u, int *dependent_q,
+                            int *dependent_u)
+{
+    int i;
+    if (keep_q) {
+        for (i = 0; i < NC; ++i) dependent_q[i] = disk_default_dependent_q[i];
+    } else {
+        for (i = 0; i < NC * NQ; ++i) w->scratch[i] = w->J_c[i];
+        pivot_columns(NC, NQ, w->scratch, w->rank_c, dependent_q);
+    }
+    if (keep_u) {
+        for (i = 0; i < NV; ++i) dependent_u[i] = disk_default_dependent_u[i];
+    } else {
+        for (i = 0; i < NV * NU; ++i) w->scratch[i] = w->B_v[i];
+        pivot_columns(NV, NU, w->scratch, w->rank_v, dependent_u);
+    }
+}
+
+/* the local form at a regular point, in a partition's chart: straight-line code for the default partition
+   (codegen/procedure.py, _local_chart), after straight_line_solution left
+   the partition's A and B in the workspace; into the caller's arrays */
 static int straight_line_local_chart(disk_workspace *w, double rank_tol, double *A, double *B,
                                     double *T)
 {
@@ -1909,12 +2259,12 @@ static int straight_line_local_chart(disk_workspace *w, double rank_tol, double 
     const double v295 = sqrt(v290);
     const double v296 = 1.0 / v295;
     T[62] = v296;
-    const double v297 = -w->carried[72];
-    const double v298 = -w->carried[74];
+    const double v297 = -w->carried[74];
+    const double v298 = -w->carried[72];
     const double v299 = -w->carried[71];
-    const double v300 = v297 * v294;
+    const double v300 = v298 * v294;
     T[85] = v300;
-    const double v301 = v298 * v296;
+    const double v301 = v297 * v296;
     T[78] = v301;
     const double v302 = v299 * v296;
     T[94] = v302;
@@ -1925,94 +2275,78 @@ static int straight_line_local_chart(disk_workspace *w, double rank_tol, double 
     const double v307 = w->carried[73] - v304 * v301;
     const double v308 = w->carried[70] - v304 * v302;
     const double v309 = -v306;
-    const double v310 = v287 * w->A_full[41];
-    const double v311 = v285 * w->A[13];
-    const double v312 = v311 + v287 * w->A_full[45];
-    const double v313 = v294 * w->A[41];
-    const double v314 = v313 + v300 * w->A_full[81];
-    const double v315 = v294 * w->A[42];
-    const double v316 = v315 + v300 * w->A_full[82];
-    const double v317 = v294 * w->A[45];
-    const double v318 = v317 + v300 * w->A_full[85];
-    const double v319 = v294 * w->A[46];
-    const double v320 = v319 + v300 * w->A_full[86];
-    const double v321 = v294 * w->A[47];
-    const double v322 = v321 + v300 * w->A_full[87];
-    A[47] = v322;
-    const double v323 = v296 * w->A[49];
-    const double v324 = v323 + v301 * w->A_full[73];
-    const double v325 = v324 + v302 * w->A_full[89];
-    const double v326 = v296 * w->A[50];
-    const double v327 = v326 + v301 * w->A_full[74];
-    const double v328 = v327 + v302 * w->A_full[90];
-    const double v329 = v296 * w->A[53];
-    const double v330 = v329 + v301 * w->A_full[77];
-    const double v331 = v330 + v302 * w->A_full[93];
-    const double v332 = v296 * w->A[54];
-    const double v333 = v332 + v301 * w->A_full[78];
-    const double v334 = v333 + v302 * w->A_full[94];
-    const double v335 = v296 * w->A[55];
-    const double v336 = v335 + v301 * w->A_full[79];
-    const double v337 = v336 + v302 * w->A_full[95];
-    A[55] = v337;
-    const double v338 = w->A[1] * v285;
-    A[1] = v338;
-    const double v339 = v310 * v285;
-    A[9] = v339;
-    const double v340 = v312 * v294;
-    A[13] = v340;
-    const double v341 = w->A[17] * v285;
-    A[17] = v341;
-    const double v342 = w->A[22] * v309;
-    A[18] = v342;
-    const double v343 = w->A[22] * v296;
-    A[22] = v343;
-    const double v344 = w->A[25] * v285;
-    A[25] = v344;
-    const double v345 = w->A[30] * v309;
-    A[26] = v345;
-    const double v346 = w->A[29] * v294;
-    A[29] = v346;
-    const double v347 = w->A[30] * v296;
-    A[30] = v347;
-    const double v348 = w->A[33] * v285;
-    A[33] = v348;
-    const double v349 = w->A[38] * v309;
-    A[34] = v349;
-    const double v350 = w->A[37] * v294;
-    A[37] = v350;
-    const double v351 = w->A[38] * v296;
-    A[38] = v351;
-    const double v352 = v314 * v285;
-    A[41] = v352;
-    const double v353 = v316 + v320 * v309;
-    A[42] = v353;
-    const double v354 = v318 * v294;
-    A[45] = v354;
-    const double v355 = v320 * v296;
-    A[46] = v355;
-    const double v356 = v325 * v285;
-    A[49] = v356;
-    const double v357 = v328 + v334 * v309;
-    A[50] = v357;
-    const double v358 = v331 * v294;
-    A[53] = v358;
-    const double v359 = v334 * v296;
-    A[54] = v359;
-    const double v360 = w->A[57] * v285;
-    A[57] = v360;
-    const double v361 = w->A[58] + w->A[62] * v309;
-    A[58] = v361;
-    const double v362 = w->A[61] * v294;
-    A[61] = v362;
-    const double v363 = w->A[62] * v296;
-    A[62] = v363;
-    const double v364 = -v306;
-    T[58] = v364;
-    const double v365 = -v307;
-    T[74] = v365;
-    const double v366 = -v308;
-    T[90] = v366;
+    const double v310 = v284 * w->A[13];
+    const double v311 = v293 * w->A[41];
+    const double v312 = v293 * w->A[42];
+    const double v313 = v293 * w->A[45];
+    const double v314 = v293 * w->A[46];
+    const double v315 = v293 * w->A[47];
+    A[47] = v315;
+    const double v316 = v295 * w->A[49];
+    const double v317 = v295 * w->A[50];
+    const double v318 = v295 * w->A[53];
+    const double v319 = v295 * w->A[54];
+    const double v320 = v295 * w->A[55];
+    const double v321 = v316 - v304 * w->A[17];
+    const double v322 = v319 - v304 * w->A[22];
+    const double v323 = v320 - v304 * w->A[23];
+    A[55] = v323;
+    const double v324 = w->A[1] * v285;
+    A[1] = v324;
+    const double v325 = v310 * v294;
+    A[13] = v325;
+    const double v326 = w->A[17] * v285;
+    A[17] = v326;
+    const double v327 = w->A[22] * v309;
+    A[18] = v327;
+    const double v328 = w->A[22] * v296;
+    A[22] = v328;
+    const double v329 = w->A[25] * v285;
+    A[25] = v329;
+    const double v330 = w->A[30] * v309;
+    A[26] = v330;
+    const double v331 = w->A[29] * v294;
+    A[29] = v331;
+    const double v332 = w->A[30] * v296;
+    A[30] = v332;
+    const double v333 = w->A[33] * v285;
+    A[33] = v333;
+    const double v334 = w->A[38] * v309;
+    A[34] = v334;
+    const double v335 = w->A[37] * v294;
+    A[37] = v335;
+    const double v336 = w->A[38] * v296;
+    A[38] = v336;
+    const double v337 = v311 * v285;
+    A[41] = v337;
+    const double v338 = v312 + v314 * v309;
+    A[42] = v338;
+    const double v339 = v313 * v294;
+    A[45] = v339;
+    const double v340 = v314 * v296;
+    A[46] = v340;
+    const double v341 = v321 * v285;
+    A[49] = v341;
+    const double v342 = v317 + v322 * v309;
+    A[50] = v342;
+    const double v343 = v318 * v294;
+    A[53] = v343;
+    const double v344 = v322 * v296;
+    A[54] = v344;
+    const double v345 = w->A[57] * v285;
+    A[57] = v345;
+    const double v346 = w->A[58] + w->A[62] * v309;
+    A[58] = v346;
+    const double v347 = w->A[61] * v294;
+    A[61] = v347;
+    const double v348 = w->A[62] * v296;
+    A[62] = v348;
+    const double v349 = -v306;
+    T[58] = v349;
+    const double v350 = -v307;
+    T[74] = v350;
+    const double v351 = -v308;
+    T[90] = v351;
     A[0] = 0.0;
     A[2] = 0.0;
     A[3] = 0.0;
@@ -2021,6 +2355,7 @@ static int straight_line_local_chart(disk_workspace *w, double rank_tol, double 
     A[6] = 0.0;
     A[7] = w->A[7];
     A[8] = 0.0;
+    A[9] = 0.0;
     A[10] = 0.0;
     A[11] = 0.0;
     A[12] = 0.0;
@@ -2142,11 +2477,10 @@ static int straight_line_local_chart(disk_workspace *w, double rank_tol, double 
 }
 
 /* The local form at a regular point where the default partition's
-   straight-line code runs: the straight-line solution, then the chart of the
-   partition (full ranks certified; orthonormal bases from C_0 and C_2, see
-   _local_chart). Its status, or PIVOT_REJECTED where that does not apply:
-   the caller then takes the general path (SVDs), which also reports what
-   failed. */
+   straight-line code runs: the straight-line solution, then the partition's
+   chart (full ranks certified). Its status, or PIVOT_REJECTED
+   where that does not apply: the caller then takes the general path (SVDs),
+   which also reports what failed. */
 static int straight_line_local(disk_workspace *w, double t, const double *q, const double *u,
                                const double *r, const double *p, double rtol, double tol, double *A,
                                double *B, double *T)
@@ -2158,11 +2492,66 @@ static int straight_line_local(disk_workspace *w, double t, const double *q, con
         return PIVOT_REJECTED;
     evaluate_jacobians(w, t, q, u, r, p);
     if (straight_line_solution(w, 0, 0, 0, 0) != DISK_OK) return PIVOT_REJECTED;
-    if (!B) B = w->B;
-    status = straight_line_local_chart(w, rtol, A ? A : w->A, B, T ? T : w->embedding);
-    w->rank_c = NC;
-    w->rank_v = NV;
+    status = straight_line_local_chart(w, rtol, A, B, T);
+    if (status != PIVOT_REJECTED) {
+        w->rank_c = NC;
+        w->rank_v = NV;
+        set_partition(0, 0, w);
+    }
     return status;
+}
+
+/* The local form at the point: the partition's chart at a regular point
+   (the default partition where it is well conditioned), the null spaces'
+   where J_c or B_v lost rank. The workspace's partition is the chart's
+   (w->rank_c == NC and w->rank_v == NV) afterwards. */
+static int local_form(disk_workspace *w, double t, const double *q, const double *u,
+                      const double *r, const double *p, double rtol, double tol, double *A, double *B,
+                      double *T)
+{
+    int status;
+    w->chart = STRAIGHT_LINE_CHART;
+    status = straight_line_local(w, t, q, u, r, p, rtol, tol, A ? A : w->A_local, B ? B : w->B_local,
+                                 T ? T : w->embedding);
+    if (status != PIVOT_REJECTED) return status;
+    status = local_point(w, t, q, u, r, p, rtol, tol);
+    if (status != DISK_OK) return status;
+    if (w->rank_c == NC && w->rank_v == NV) {
+        int dependent_q[NC + 1], dependent_u[NV + 1];
+        chart_partition(w, well_conditioned_default(w, 0), well_conditioned_default(w, 1), dependent_q,
+                        dependent_u);
+        set_partition(dependent_q, dependent_u, w);
+        w->chart = PARTITION_CHART;
+        status = partition_local(w, A ? A : w->A_local, B ? B : w->B_local, T ? T : w->embedding);
+        /* a block singular to the LU's tolerance though the SVD found full
+           ranks (a rank_tol below SINGULAR_RTOL): the null spaces' chart */
+        if (status != DISK_ERR_SINGULAR_CONFIGURATION_PARTITION
+            && status != DISK_ERR_SINGULAR_VELOCITY_PARTITION)
+            return status;
+    }
+    w->chart = NULL_SPACE_CHART;
+    return null_space_local(w, A, B, T);
+}
+
+/* The rates of the chart's states ([qd_i; ud_i] of the workspace's partition,
+   or [N_q^T qd; N_u^T ud] in the null spaces' chart, T: NS x nx) into w->chart_rates */
+static void chart_rates(disk_workspace *w, int partition, const double *T, int nx)
+{
+    const int ny = NQ - w->rank_c;
+    int i, k;
+    if (partition) {
+        for (k = 0; k < NQI; ++k) w->chart_rates[k] = w->qd[w->independent_q[k]];
+        for (k = 0; k < NUI; ++k) w->chart_rates[NQI + k] = w->ud[w->independent_u[k]];
+        return;
+    }
+    for (k = 0; k < nx; ++k) {
+        double sum = 0.0;
+        if (k < ny)
+            for (i = 0; i < NQ; ++i) sum += T[i * nx + k] * w->qd[i];
+        else
+            for (i = 0; i < NU; ++i) sum += T[(NQ + i) * nx + k] * w->ud[i];
+        w->chart_rates[k] = sum;
+    }
 }
 
 static void report_ranks(const disk_workspace *w, int *ranks, double *sigma)
@@ -2275,23 +2664,35 @@ static int descriptor(disk_workspace *w, double t, const double *q, const double
     return DISK_OK;
 }
 
-/* R = [f_c; f_v; N_u^T ud*] at the point local_point evaluated, into
-   w->newton_residual; returns its length, *norm = max|R| */
-static int equilibrium_residual(disk_workspace *w, double *norm)
+/* R = [f_c; f_v; the chart's independent accelerations] at the point
+   local_point evaluated, into w->newton_residual: in a partition's chart the
+   accelerations of its independent speeds, ud*_i; in the null spaces'
+   chart N_u^T ud*. Returns its length; *norm = max|R|, *squares = |R|^2
+   (+Inf where R is not finite). */
+static int equilibrium_residual(disk_workspace *w, double *norm, double *squares)
 {
-    const int nz = NU - w->rank_v;
+    const int nz = w->chart == PARTITION_CHART ? NUI : NU - w->rank_v, rows = NC + NV + nz;
     int i;
     for (i = 0; i < NC; ++i) w->newton_residual[i] = w->f_c[i];
     for (i = 0; i < NV; ++i) w->newton_residual[NC + i] = w->f_v[i];
-    fill_zero(w->newton_residual + NC + NV, nz);
-    add_product(nz, NU, 1, 1.0, w->svd_v_v + w->rank_v, NU, 1, w->ud, 1, 0, w->newton_residual + NC + NV, 1);
-    *norm = all_finite(w->newton_residual, NC + NV + nz) ? norm_inf(w->newton_residual, NC + NV + nz)
-                                                         : HUGE_VAL;
-    return NC + NV + nz;
+    if (w->chart == PARTITION_CHART) {
+        for (i = 0; i < NUI; ++i) w->newton_residual[NC + NV + i] = w->ud[w->independent_u[i]];
+    } else {
+        fill_zero(w->newton_residual + NC + NV, nz);
+        add_product(nz, NU, 1, 1.0, w->svd_v_v + w->rank_v, NU, 1, w->ud, 1, 0,
+                    w->newton_residual + NC + NV, 1);
+    }
+    *squares = 0.0;
+    for (i = 0; i < rows; ++i) *squares += w->newton_residual[i] * w->newton_residual[i];
+    *norm = all_finite(w->newton_residual, rows) ? norm_inf(w->newton_residual, rows) : HUGE_VAL;
+    if (*norm == HUGE_VAL) *squares = HUGE_VAL;
+    return rows;
 }
 
 /* d R / d[q; u] (rows x NS, into w->newton_jacobian): [[J_c, 0]; [J_vq, B_v];
-   N_u^T (G - [C, 0])], G the ud rows of A' for the identity embedding. C is
+   the ud rows of the chart], G the ud rows of A' for the identity embedding
+   (the derivatives of ud*(q, u)). A partition's chart: the rows of G of its
+   independent speeds. The null spaces' chart: N_u^T (G - [C, 0]), where C is
    the turning of the null space: d(N_u^T ud*)/dq = N_u^T (G_q - C) at a
    point where N_u^T ud* = 0, with C = d(B_v^T a)/dq, a = (B_v^+)^T ud* (the
    accelerations along the constraint normals a steady motion keeps, e.g. the
@@ -2313,6 +2714,12 @@ static void equilibrium_jacobian(disk_workspace *w, double t, const double *q, c
     place(J, NS, 0, 0, w->J_c, NC, NQ, NQ, 1.0);
     place(J, NS, NC, 0, w->J_vq, NV, NQ, NQ, 1.0);
     place(J, NS, NC, NQ, w->B_v, NV, NU, NU, 1.0);
+    if (w->chart == PARTITION_CHART) {
+        int i;
+        for (i = 0; i < NUI; ++i)
+            place(J, NS, NC + NV + i, 0, a + (NQ + w->independent_u[i]) * NS, 1, NS, NS, 1.0);
+        return;
+    }
     if (NL == NV && NV > 0) {
         double *turning = w->embedding, *normal = w->newton_work;
         int i, j, k;
@@ -2357,11 +2764,19 @@ int disk_linearize(double t, const double *q, const double *u, const double *r,
         status = straight_line_solution(work, A, B, A_full, B_full);
         /* every static pivot of J_c P_qd and B_v P_ud passed CONDITION_RTOL */
         if (status == DISK_OK) work->condition[0] = work->condition[1] = 0.0;
+        work->last = status == PIVOT_REJECTED ? NO_RESULT : LINEARIZE_STRAIGHT_LINE;
     }
     if (status == PIVOT_REJECTED && !partition_given) set_partition(0, 0, work);
-    if (status == PIVOT_REJECTED) status = general_solution(work, A, B, A_full, B_full);
-    if (status == DISK_OK) copy_rates(work, qd, ud);
-    return status;
+    if (status == PIVOT_REJECTED) {
+        status = general_solution(work, A, B, A_full, B_full);
+        work->last = LINEARIZE_GENERAL;
+    }
+    if (status != DISK_OK) {
+        work->last = NO_RESULT;
+        return status;
+    }
+    copy_rates(work, qd, ud);
+    return DISK_OK;
 }
 
 int disk_state_derivative(double t, const double *q, const double *u, const double *r,
@@ -2404,19 +2819,22 @@ int disk_complete_point(double t, double *q, double *u, const double *p,
 
 int disk_linearize_local(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *A, double *B, double *T,
-        int *ranks, double *sigma, disk_workspace *work)
+        int *ranks, int *chart, double *sigma, disk_workspace *work)
 {
-    int status = prepare(t, q, u, &r, &p, work);
+    const double rtol = rank_rtol(rank_tol);
+    int status = prepare(t, q, u, &r, &p, work), i;
     if (status != DISK_OK) return status;
-    status = straight_line_local(work, t, q, u, r, p, rank_rtol(rank_tol), tol, A, B, T);
-    if (status == DISK_OK && sigma) constraint_singular_values(work, rank_rtol(rank_tol));
-    if (status == PIVOT_REJECTED)
-    {
-        status = local_point(work, t, q, u, r, p, rank_rtol(rank_tol), tol);
-        if (status == DISK_OK) status = local_solution(work, A, B, T);
+    status = local_form(work, t, q, u, r, p, rtol, tol, A, B, T);
+    if (status != DISK_OK) return status;
+    if (sigma && work->chart == STRAIGHT_LINE_CHART) constraint_singular_values(work, rtol);
+    report_ranks(work, ranks, sigma);
+    if (chart) {
+        const int partition = work->chart != NULL_SPACE_CHART;
+        for (i = 0; i < NC; ++i) chart[i] = partition ? work->dependent_q[i] : -1;
+        for (i = 0; i < NV; ++i) chart[NC + i] = partition ? work->dependent_u[i] : -1;
     }
-    if (status == DISK_OK) report_ranks(work, ranks, sigma);
-    return status;
+    work->last = LOCAL_FORM;
+    return DISK_OK;
 }
 
 int disk_constraint_singular_values(double t, const double *q, const double *u,
@@ -2443,17 +2861,57 @@ int disk_linearize_descriptor(double t, const double *q, const double *u, const 
     if (status == DISK_OK && (!E || !A || (NR && !B))) status = DISK_ERR_NULL_ARGUMENT;
     if (status == DISK_OK) status = local_point(work, t, q, u, r, p, rank_rtol(rank_tol), tol);
     if (status == DISK_OK) status = descriptor(work, t, q, u, r, p, E, A, B);
-    if (status == DISK_OK) report_ranks(work, ranks, 0);
-    return status;
+    if (status != DISK_OK) return status;
+    report_ranks(work, ranks, 0);
+    work->last = DESCRIPTOR_FORM;
+    return DISK_OK;
+}
+
+int disk_unsteady_states(disk_workspace *work, const double *E, const double *A,
+        const double *T, double steady_tol, int *unsteady)
+{
+    int nx, i;
+    if (!work || !unsteady) return -1;
+    switch (work->last) {
+    case LINEARIZE_STRAIGHT_LINE:
+    case LINEARIZE_GENERAL:
+        if (work->last == LINEARIZE_STRAIGHT_LINE) set_partition(0, 0, work);
+        if (!A) {   /* the partition's A from the workspace */
+            if (work->last == LINEARIZE_GENERAL) copy_outputs(work, work->A, 0, 0, 0);
+            A = work->A;
+        }
+        chart_rates(work, 1, 0, NX);
+        return unsteady_states(NX, NX, NX, 0, A, work->chart_rates, steady_tol, unsteady, work->active_rows);
+    case LOCAL_FORM:
+        if (work->chart != NULL_SPACE_CHART) {
+            /* the partition's chart: its own A (x = G x_p: the same steadiness) */
+            chart_rates(work, 1, 0, NX);
+            return unsteady_states(NX, NX, NX, 0, work->A, work->chart_rates, steady_tol, unsteady,
+                                   work->active_rows);
+        }
+        if (!A || !T) return -1;
+        nx = (NQ - work->rank_c) + (NU - work->rank_v);
+        chart_rates(work, 0, T, nx);
+        return unsteady_states(nx, nx, nx, 0, A, work->chart_rates, steady_tol, unsteady, work->active_rows);
+    case DESCRIPTOR_FORM:
+        /* the chart of all coordinates and speeds */
+        if (!E || !A) return -1;
+        for (i = 0; i < NQ; ++i) work->chart_rates[i] = work->qd[i];
+        for (i = 0; i < NU; ++i) work->chart_rates[NQ + i] = work->ud[i];
+        return unsteady_states(NDESC, NS, NDESC, E, A, work->chart_rates, steady_tol, unsteady,
+                               work->active_rows);
+    default:
+        return -1;
+    }
 }
 
 int disk_automatic_partition(double t, const double *q, const double *u, const double *p,
-        double rank_tol, int *dependent_q, int *dependent_u, int *ranks,
+        double rank_tol, int keep_default, int *dependent_q, int *dependent_u, int *ranks,
         disk_workspace *work)
 {
     disk_workspace *w = work;   /* the name the zero tables use */
-    const double *r = 0;
-    int status = prepare(t, q, u, &r, &p, work), i;
+    const double *r = 0, rtol = rank_rtol(rank_tol);
+    int status = prepare(t, q, u, &r, &p, work), keep_q, keep_u, i;
     (void)w;
     if (status == DISK_OK && ((NC && !dependent_q) || (NV && !dependent_u)))
         status = DISK_ERR_NULL_ARGUMENT;
@@ -2463,34 +2921,56 @@ int disk_automatic_partition(double t, const double *q, const double *u, const d
     zero_at(w->J_c, zeros_J_c, 4);
     zero_at(w->J_vq, zeros_J_vq, 16);
     zero_at(w->B_v, zeros_B_v, 12);
-    status = constraint_svds(work, rank_rtol(rank_tol));
-    if (status != DISK_OK) return status;
+    if (!all_finite(work->J_c, NC * NQ) || !all_finite(work->B_v, NV * NU)) return NONFINITE_RESULT;
+    keep_q = keep_default && well_conditioned_default(work, 0);
+    keep_u = keep_default && well_conditioned_default(work, 1);
+    if (keep_q && keep_u && rtol <= CONDITION_RTOL) {
+        /* full ranks at this tolerance without an SVD */
+        work->rank_c = NC;
+        work->rank_v = NV;
+    } else {
+        status = constraint_svds(work, rtol);
+        if (status != DISK_OK) return status;
+    }
     report_ranks(work, ranks, 0);
-    for (i = 0; i < NC * NQ; ++i) work->scratch[i] = work->J_c[i];
-    pivot_columns(NC, NQ, work->scratch, work->rank_c, dependent_q);
+    chart_partition(work, keep_q && work->rank_c == NC, keep_u && work->rank_v == NV, dependent_q,
+                    dependent_u);
     for (i = work->rank_c; i < NC; ++i) dependent_q[i] = -1;
-    for (i = 0; i < NV * NU; ++i) work->scratch[i] = work->B_v[i];
-    pivot_columns(NV, NU, work->scratch, work->rank_v, dependent_u);
     for (i = work->rank_v; i < NV; ++i) dependent_u[i] = -1;
     return work->rank_c < NC || work->rank_v < NV ? DISK_ERR_RANK_DEFICIENT : DISK_OK;
 }
 
 int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
-        const int *vary_q, const int *vary_u, double rank_tol, double tol, int max_iter,
-        int *iterations, double *residual, disk_workspace *work)
+        const int *vary_q, const int *vary_u, double rank_tol, double tol, double max_step,
+        int max_iter, int *iterations, double *residual, disk_workspace *work)
 {
     const double rtol = rank_rtol(rank_tol);
     int columns[NS + 1], count = 0, iteration = 0, status, i, k;
-    double norm = HUGE_VAL;
+    double norm = HUGE_VAL, squares = HUGE_VAL;
     status = prepare(t, q, u, &r, &p, work);
-    for (i = 0; i < NQ; ++i) if (!vary_q || vary_q[i]) columns[count++] = i;
-    for (i = 0; i < NU; ++i) if (vary_u && vary_u[i]) columns[count++] = NQ + i;
+    for (i = 0; status == DISK_OK && i < NQ; ++i) if (!vary_q || vary_q[i]) columns[count++] = i;
+    for (i = 0; status == DISK_OK && i < NU; ++i) if (vary_u && vary_u[i]) columns[count++] = NQ + i;
+    if (status == DISK_OK) status = local_point(work, t, q, u, r, p, rtol, -1.0);
+    if (status == DISK_OK) {
+        /* the chart whose independent accelerations vanish: a partition's at a
+           regular first point (the default where well conditioned, as
+           linearize_local takes it), else the null spaces' */
+        if (work->rank_c == NC && work->rank_v == NV) {
+            int dependent_q[NC + 1], dependent_u[NV + 1];
+            chart_partition(work, well_conditioned_default(work, 0), well_conditioned_default(work, 1),
+                            dependent_q, dependent_u);
+            set_partition(dependent_q, dependent_u, work);
+            work->chart = PARTITION_CHART;
+        } else {
+            work->chart = NULL_SPACE_CHART;
+        }
+    }
     for (; status == DISK_OK; ++iteration) {
-        double step = 1.0;
-        int rows, rank;
-        status = local_point(work, t, q, u, r, p, rtol, -1.0);
+        double step = 1.0, largest = 0.0;
+        int rows, rank, accepted = 0;
+        if (iteration > 0) status = local_point(work, t, q, u, r, p, rtol, -1.0);
         if (status != DISK_OK) break;
-        rows = equilibrium_residual(work, &norm);
+        rows = equilibrium_residual(work, &norm, &squares);
         if (norm == HUGE_VAL) status = NONFINITE_RESULT;
         if (status != DISK_OK || norm <= tol) break;
         if (iteration >= max_iter) {
@@ -2504,9 +2984,13 @@ int disk_equilibrium(double t, double *q, double *u, const double *r, const doub
         rank = numerical_rank(work->newton_sigma, count, rows, rtol);
         pseudoinverse_solve(rows, count, rank, work->scratch, work->newton_v, work->newton_sigma,
                             work->newton_residual, 1, 1, work->newton_step, 1, work->newton_work);
-        /* halve the step until max|R| decreases (at most 12 times; then take it) */
-        for (k = 0; k < 12; ++k, step *= 0.5) {
-            double trial = HUGE_VAL;
+        /* no unknown moves by more than max_step in one iteration (the
+           iteration stays near the guess: angles are periodic) */
+        for (i = 0; i < count; ++i) if (fabs(work->newton_step[i]) > largest) largest = fabs(work->newton_step[i]);
+        if (max_step > 0.0 && largest > max_step) step = max_step / largest;
+        /* halve the step until |R| decreases; none does: no progress */
+        for (k = 0; k < 40; ++k, step *= 0.5) {
+            double trial = HUGE_VAL, trial_norm;
             for (i = 0; i < NQ; ++i) work->trial_q[i] = q[i];
             for (i = 0; i < NU; ++i) work->trial_u[i] = u[i];
             for (i = 0; i < count; ++i) {
@@ -2514,8 +2998,15 @@ int disk_equilibrium(double t, double *q, double *u, const double *r, const doub
                 else work->trial_u[columns[i] - NQ] -= step * work->newton_step[i];
             }
             if (local_point(work, t, work->trial_q, work->trial_u, r, p, rtol, -1.0) == DISK_OK)
-                equilibrium_residual(work, &trial);
-            if (trial < norm) break;
+                equilibrium_residual(work, &trial_norm, &trial);
+            if (trial < squares) {
+                accepted = 1;
+                break;
+            }
+        }
+        if (!accepted) {
+            status = DISK_ERR_NO_PROGRESS;
+            break;
         }
         for (i = 0; i < NQ; ++i) q[i] = work->trial_q[i];
         for (i = 0; i < NU; ++i) u[i] = work->trial_u[i];
@@ -2559,6 +3050,7 @@ const char *disk_status_message(int status)
     case DISK_ERR_NO_CONVERGENCE: return "Newton's method did not converge";
     case DISK_ERR_NULL_ARGUMENT: return "a required pointer argument is NULL";
     case DISK_ERR_RANK_DEFICIENT: return "a constraint Jacobian is rank-deficient here (a singular configuration): no partition works; use linearize_local";
+    case DISK_ERR_NO_PROGRESS: return "the iteration stopped: the residual no longer decreases";
     default: return "unknown status code";
     }
 }
@@ -2583,4 +3075,12 @@ const char *disk_status_message(int status)
 #undef PIVOT_TAU
 #undef NONFINITE_RESULT
 #undef PIVOT_REJECTED
+#undef STRAIGHT_LINE_CHART
+#undef PARTITION_CHART
+#undef NULL_SPACE_CHART
+#undef NO_RESULT
+#undef LINEARIZE_STRAIGHT_LINE
+#undef LINEARIZE_GENERAL
+#undef LOCAL_FORM
+#undef DESCRIPTOR_FORM
 #undef STAGE

@@ -96,6 +96,11 @@ extern "C" {
    speeds) is valid. disk_linearize_local and disk_linearize_descriptor linearize such
    points. */
 #define DISK_ERR_RANK_DEFICIENT 12
+/* equilibrium: no step along the Gauss-Newton direction (halved down to 1e-12 of it)
+   decreases the residual: a least-squares minimum that is no solution (e.g. too many
+   coordinates held fixed, or speeds held that violate f_v), or a point where the
+   residual is not differentiable. q and u hold the last iterate. */
+#define DISK_ERR_NO_PROGRESS 13
 
 /* Pivots of the LU factorizations (partial pivoting) smaller than this times the
    largest absolute entry of the matrix count as singular. */
@@ -159,6 +164,18 @@ typedef struct disk_workspace {
     double A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
     double A[DISK_NX * DISK_NX + 1], B[DISK_NX * DISK_NR + 1];
+    /* the local form in a partition's chart (codegen/procedure.py, _local_chart) */
+    double N_qT[DISK_NQI * DISK_NQ + 1];
+    double N_uT[DISK_NUI * DISK_NU + 1];
+    double L_chart_q[DISK_NQI * DISK_NQI + 1];
+    double L_chart_u[DISK_NUI * DISK_NUI + 1];
+    double KN[DISK_NV * DISK_NQI + 1];
+    double W[DISK_NUI * DISK_NQI + 1];
+    double minus_C1NqT[DISK_NQI * DISK_NU + 1];
+    double HT[DISK_NX * DISK_NX + 1];
+    double GA[DISK_NX * DISK_NX + 1];
+    double A_local[DISK_NX * DISK_NX + 1];
+    double B_local[DISK_NX * DISK_NR + 1];
     double r_zero[DISK_NR + 1];
     /* common subexpressions and factors one stage computes and a later one uses */
     double carried[75 + 1];
@@ -183,6 +200,9 @@ typedef struct disk_workspace {
     double newton_residual[DISK_NC + DISK_NV + DISK_NU + 1];
     double newton_step[DISK_NS + 1], newton_work[DISK_NS + 1];
     double trial_q[DISK_NQ + 1], trial_u[DISK_NU + 1];
+    double chart_rates[DISK_NS + 1];
+    int active_rows[DISK_NDESC + 1];
+    int chart, last;   /* the chart of the last local form; the last result (for unsteady_states) */
     int rank_c, rank_v;
     int straight_line_kinematic_rates, straight_line_dynamic_rates;
     int pivot_qq[DISK_NQ + 1], pivot_uu[DISK_NW + 1];
@@ -234,28 +254,38 @@ int disk_complete_point(double t, double *q, double *u, const double *p,
  * null space of J_c (NQ - rank_c columns) and N_u of that of B_v (NU - rank_v),
  * the admissible perturbations are
  *     dq = N_q y,   du = N_u z + C_1 dq,   C_1 = -B_v^+ J_vq,
- * and x = [y, z] obeys d x/dt = A x + B r, with qd*, ud* and the multipliers
- * from the minimum-norm (pseudo-inverse) solution where B_v lost rank. Ranks
- * count the singular values above rank_tol times the largest (rank_tol <= 0:
- * DISK_RANK_RTOL). At a regular point A is similar to linearize's A at
- * equilibria. tol: as for linearize.
+ * and x = [y, z] obeys d x/dt = A x + B r. Ranks count the singular values
+ * above rank_tol times the largest (rank_tol <= 0: DISK_RANK_RTOL). tol:
+ * as for linearize.
+ * The chart (which linearization A is, where the point is not an equilibrium):
+ *   - where J_c and B_v have full rank, a partition's: the model's default
+ *     where its blocks are well conditioned (condition estimate at most
+ *     1 / CONDITION_RTOL), else the pivot columns of a column-pivoted QR
+ *     (the partition disk_automatic_partition chooses). A is that
+ *     partition's linearization (linearize's A for it) in the bases N_q =
+ *     C_0 L_q^-T, N_u = C_2 L_u^-T (C_0 = N_q L_q^T: the Gram-Schmidt
+ *     orthonormalization of the partition's independent directions, in the
+ *     order of the independent coordinates and speeds; they vary smoothly
+ *     along a path): A = G A_p G^-1, the same eigenvalues, at steady motions
+ *     too;
+ *   - where a rank dropped (no partition exists), the null spaces' from SVDs,
+ *     with qd*, ud* and the multipliers the minimum-norm (pseudo-inverse)
+ *     solution: the rates of all coordinates and speeds projected onto the
+ *     null spaces.
  * Outputs (each may be NULL; nx = (NQ - ranks[0]) + (NU - ranks[1]), packed
  * row-major with nx columns):
  *   A  nx x nx (a buffer of DISK_NS^2), B nx x NR (a buffer of NS * NR),
  *   T  the embedding [dq; du] = T x: NS x nx = [[N_q, 0], [C_1 N_q, N_u]] (NS^2),
  *   ranks  [rank of J_c, rank of B_v],
- *   sigma  the singular values of J_c (NC, decreasing), then of B_v (NV).
- * The bases: where the default partition's straight-line code runs and both
- * ranks are full (certified: the Cholesky factor of J J^T bounds sigma_min
- * from below, the Frobenius norm sigma_max from above), N_q and N_u are the
- * Gram-Schmidt orthonormalization of the partition's independent directions
- * (C_0 and C_2, in the order of the independent coordinates and speeds: they
- * vary smoothly along a path); elsewhere they come from the SVDs. sigma costs
- * two small SVDs there: pass NULL when it is not needed.
+ *   chart  NC + NV ints: the dependent coordinates, then speeds (ascending) of
+ *          the chart's partition; all -1 in the null spaces' chart,
+ *   sigma  the singular values of J_c (NC, decreasing), then of B_v (NV);
+ *          two small SVDs where the chart came from straight-line code: pass
+ *          NULL when they are not needed.
  */
 int disk_linearize_local(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *A, double *B, double *T,
-        int *ranks, double *sigma, disk_workspace *work);
+        int *ranks, int *chart, double *sigma, disk_workspace *work);
 
 /* The singular values of J_c (NC, decreasing) and B_v (NV) at (t, q, u, p)
    into sigma, and ranks (may be NULL) as linearize_local decides them; the
@@ -266,8 +296,12 @@ int disk_constraint_singular_values(double t, const double *q, const double *u,
 
 /*
  * The linearized descriptor form E w' = A w + B r (González et al., eqs. 7-8,
- * index-reduced, with stabilizing multipliers): defined at every point, its
- * finite generalized eigenvalues are those of linearize_local. Variables
+ * index-reduced, with stabilizing multipliers): defined at every point. It is
+ * in the chart of all coordinates and speeds: its finite generalized
+ * eigenvalues are those of linearize and linearize_local at equilibria and at
+ * motions steady in all coordinates and speeds; at other motions (a speed
+ * measured in a spinning frame changes along a steady roll) they differ
+ * (see unsteady_states). Variables
  * w = [dq (NQ), du (NU), dlambda (NL), mu (NC), nu (NV)]; rows: kinematic (NQ),
  * dynamic (NW - NV), acceleration constraints (NV), position (NC), velocity (NV). E, A: NDESC x NDESC, B: NDESC x NR, row-major.
  */
@@ -275,24 +309,57 @@ int disk_linearize_descriptor(double t, const double *q, const double *u, const 
         const double *p, double rank_tol, double tol, double *E, double *A, double *B,
         int *ranks, disk_workspace *work);
 
-/* The automatic partition at (t, q, u, p): the pivot columns of a column-pivoted
-   QR of J_c and of B_v (the best-conditioned dependent sets), ascending, NC and
-   NV entries. RANK_DEFICIENT when J_c or B_v has lost rank (ranks, if not NULL,
-   tells; the arrays then hold the rank pivots followed by -1). */
+/* The automatic partition at (t, q, u, p), NC and NV entries, ascending.
+   keep_default = 1 (a chart, as linearize_local takes it): for the
+   coordinates and the speeds separately, the model's default where its block
+   J_c P_qd (B_v P_ud) is well conditioned (condition estimate at most
+   1 / CONDITION_RTOL), else the pivot columns of a column-pivoted QR of J_c
+   (B_v), the best-conditioned dependent set there: a path keeps the model's
+   chart wherever it can. keep_default = 0: the pivot columns at every point
+   (the best-conditioned set, e.g. to complete a point). RANK_DEFICIENT when
+   J_c or B_v has lost rank (ranks, if not NULL, tells; the arrays then hold
+   the rank pivots followed by -1). */
 int disk_automatic_partition(double t, const double *q, const double *u, const double *p,
-        double rank_tol, int *dependent_q, int *dependent_u, int *ranks,
+        double rank_tol, int keep_default, int *dependent_q, int *dependent_u, int *ranks,
         disk_workspace *work);
 
 /* An equilibrium or steady motion near (q, u), in place: Gauss-Newton with
-   minimum-norm steps (and step halving) on R = [f_c; f_v; N_u^T ud*], the
-   constraints and the accelerations of the local form. vary_q: NQ flags, 1 for
-   the coordinates solved for (NULL: all); vary_u: NU flags for the speeds
-   solved for (NULL: none; the speeds are held). Converged when max|R| <= tol;
-   NO_CONVERGENCE after max_iter iterations. iterations and residual (the last
-   max|R|) may be NULL. */
+   minimum-norm steps on R = [f_c; f_v; the independent accelerations of the
+   chart], the chart linearize_local takes at the first point (a partition's
+   at a regular point: the accelerations of its independent speeds, so the
+   motion found is steady there; the null spaces' where a rank dropped:
+   N_u^T ud*). vary_q: NQ flags, 1 for the coordinates solved for (NULL:
+   all); vary_u: NU flags for the speeds solved for (NULL: none; the speeds
+   are held). No unknown changes by more than max_step in one iteration
+   (max_step <= 0: no bound); the step is halved until |R| decreases, and
+   NO_PROGRESS where no step does. Converged when max|R| <= tol;
+   NO_CONVERGENCE after max_iter iterations (q and u hold the last iterate:
+   call again to continue). iterations and residual (the last max|R|) may
+   be NULL. */
 int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
-        const int *vary_q, const int *vary_u, double rank_tol, double tol, int max_iter,
-        int *iterations, double *residual, disk_workspace *work);
+        const int *vary_q, const int *vary_u, double rank_tol, double tol, double max_step,
+        int max_iter, int *iterations, double *residual, disk_workspace *work);
+
+/*
+ * Steadiness, after linearize (with A as it returned it, or NULL),
+ * linearize_local (A and T as returned; needed in the null spaces' chart
+ * only) or linearize_descriptor (E and A) with this workspace: flags
+ * (unsteady) each essential state of the result's chart whose rate is not
+ * zero (above steady_tol times the largest rate, at least 1), and returns
+ * their count (-1: no result to check). A point that is not steady in the
+ * chart is no equilibrium of its linearized equations: the eigenvalues of A
+ * then depend on the chart and do not describe stability (DESIGN.md 3c).
+ * The chart's states: linearize's and the local form's partition chart, the
+ * partition's independent states x = [q_i, u_i] (NX flags); the local form's
+ * null spaces' chart, its nx states; the descriptor form, all coordinates and
+ * speeds (NS flags). A state is ignorable (never flagged) when no equation
+ * depends on it but those of ignorable states (a position, a heading, a
+ * wheel angle: its column of A is zero), repeatedly; the others are
+ * essential, and a steady motion keeps them constant (a speed: no
+ * acceleration).
+ */
+int disk_unsteady_states(disk_workspace *work, const double *E, const double *A,
+        const double *T, double steady_tol, int *unsteady);
 
 /* After linearize or complete_point with this workspace: estimates of the
    condition of J_c P_qd and B_v P_ud (the Jacobian's largest entry over the
