@@ -516,7 +516,9 @@ def find_equilibria(module, base, coordinate, start, stop, num, p):
         local = module.linearize_local(q, u, p=p, tol=None)
         eigenvalues = np.linalg.eigvals(local.A)
         found.append((q, eigenvalues, _stability(eigenvalues)))
-    found.sort(key=lambda item: item[0][index])
+    # along the coordinate, then by the others (equilibria that share its value)
+    found.sort(key=lambda item: (round(float(item[0][index]), 6),
+                                 tuple(np.round(item[0], 6).tolist())))
     return found, converged
 
 
@@ -541,7 +543,8 @@ def command_equilibria(args):
           f"parameters {', '.join(changed) or 'the defaults'}")
     print(f"  {converged} of {args.num} guesses converged; {len(found)} distinct equilibria")
     for number, (q, eigenvalues, stability) in enumerate(found, 1):
-        scale = 1e-12 * max(1.0, float(np.max(np.abs(q))))
+        # the coordinates are as accurate as the residual's tolerance (1e-10)
+        scale = 1e-9 * max(1.0, float(np.max(np.abs(q))))
         coordinates = ", ".join(f"{n} = {(0.0 if abs(v) < scale else v):.6g}"
                                 for n, v in zip(module.q_names, q))
         print(f"{number}. {stability}: {coordinates}")

@@ -31,6 +31,7 @@ def _import_build(package_dir):
     module_name = f"codegen_build_{record['name']}_{record['key']}"
     if module_name in sys.modules:
         return sys.modules[module_name]
+    _refuse_damaged(package_dir, record)
     spec = importlib.util.spec_from_file_location(
         module_name, package_dir / "__init__.py", submodule_search_locations=[str(package_dir)])
     module = importlib.util.module_from_spec(spec)
@@ -39,20 +40,38 @@ def _import_build(package_dir):
         spec.loader.exec_module(module)
     except ImportError as error:
         del sys.modules[module_name]
-        # a damaged build (a truncated or altered file) says so, and how to
-        # rebuild it; a binary that is intact but does not load, why
+        # a damaged build (a file altered since) says so, and how to rebuild
+        # it; a binary that is intact but does not load, why
         problem = build_problem(package_dir, record)
-        name = record["name"]
-        what = f"damaged ({problem})" if problem else f"not importable here ({error})"
-        raise BuildError(
-            f"the build of {name!r} in {package_dir} is {what}: rebuild it with python -m codegen "
-            f"build {name} --force (a user model: python -m codegen build path/to/file.py:function "
-            "--force, or codegen.build(model, force=True))") from error
+        raise _unusable(package_dir, record, f"damaged ({problem})" if problem
+                        else f"not importable here ({error})") from error
     except BaseException:
         del sys.modules[module_name]
         raise
     module.build_record = record
     return module
+
+
+def _unusable(package_dir, record, what):
+    name = record["name"]
+    return BuildError(
+        f"the build of {name!r} in {package_dir} is {what}: rebuild it with python -m codegen "
+        f"build {name} --force (a user model: python -m codegen build path/to/file.py:function "
+        "--force, or codegen.build(model, force=True))")
+
+
+def _refuse_damaged(package_dir, record):
+    """A file of the build missing or of another size than when it was built
+    (a truncated shared library would crash the process when loaded, SIGBUS)
+    is refused before the import; the sizes only, no hashing on every load."""
+    for file_name, facts in (record.get("files") or {}).items():
+        try:
+            size = (Path(package_dir) / file_name).stat().st_size
+        except OSError:
+            raise _unusable(package_dir, record, f"damaged ({file_name} is missing)") from None
+        if size != facts.get("size"):
+            raise _unusable(package_dir, record, f"damaged ({file_name} has {size} bytes, "
+                            f"{facts.get('size')} when built)")
 
 
 def load_package(package_dir):

@@ -6,6 +6,7 @@ and consults the build cache first.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.machinery
@@ -190,7 +191,28 @@ def load_model_file(spec):
         what = "a directory" if path.is_dir() else "not a regular file"
         raise ModelError(f"model file {path} is {what}: give the Python file that defines "
                          f"{function}(), as path/to/file.py:{function}")
-    module = _run_model_file(path)
+    with _folder_on_path(path):
+        module = _run_model_file(path)
+        return _call_model_function(spec, path, module, function)
+
+
+@contextlib.contextmanager
+def _folder_on_path(path):
+    """The model file's folder first on sys.path while it runs (as for a script
+    run with python): it may import modules that lie beside it."""
+    folder = str(Path(path).resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        try:
+            sys.path.remove(folder)
+        except ValueError:
+            pass
+
+
+def _call_model_function(spec, path, module, function):
+    """The Model of ``module``'s ``function`` (see load_model_file)."""
     try:
         make = getattr(module, function)
     except AttributeError:

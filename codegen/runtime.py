@@ -1108,7 +1108,7 @@ class CompiledModel:
 
     @_memory_explained
     def equilibrium(self, q_guess, u=None, r=None, p=None, t=0.0, *, fixed=None,
-                    free_speeds=None, tol=1e-10, max_iter=50, rank_tol=None, max_step=1.0,
+                    free_speeds=None, tol=1e-10, max_iter=100, rank_tol=None, max_step=1.0,
                     periodic=None):
         """``(q, u)``: a consistent point near the guess where the independent
         accelerations vanish: a static equilibrium (``u=None``: u = 0) or a
@@ -1162,14 +1162,14 @@ class CompiledModel:
         batch.check_fits(self.name, self.nq + self.nu + 2)
         q_out, u_out = self._writable_rows(batch)
         iterations = np.zeros(n, dtype=np.intc)
-        residual = np.zeros(n)
+        residual, initial = np.zeros(n), np.zeros(n)
         status, index = self._kernel.equilibrium(
             n, a["t"], q_out, u_out, a["r"], a["p"], vary_q, vary_u, rtol, float(tol), step,
-            max_iter, iterations, residual, check_every(self.operation_count, 20), None)
+            max_iter, iterations, residual, initial, check_every(self.operation_count, 20), None)
         if status != OK:
             self._raise(status, index, batch, tol=tol, blocks=(), partitioned=False,
                         detail=self._equilibrium_detail(status, index, batch, q_out, u_out,
-                                                        iterations, residual, tol, vary_u))
+                                                        iterations, residual, initial, tol, vary_u))
         if wrapped:
             guess = np.broadcast_to(a["q"], (n, self.nq))[:, wrapped]
             q_out[:, wrapped] = guess + (q_out[:, wrapped] - guess + math.pi) % (2 * math.pi) - math.pi
@@ -1189,8 +1189,8 @@ class CompiledModel:
                              f"{_shown(max_step)}")
         return value
 
-    def _equilibrium_detail(self, status, index, batch, q_out, u_out, iterations, residual, tol,
-                            vary_u):
+    def _equilibrium_detail(self, status, index, batch, q_out, u_out, iterations, residual,
+                            initial, tol, vary_u):
         """What follows the message of a failed equilibrium: max|R|, the
         iterations, and what to try; that the held speeds cannot meet the
         velocity constraints where they are what is left of R."""
@@ -1209,6 +1209,11 @@ class CompiledModel:
                     f"{f_v[k]:.3e} at the last iterate): give speeds that satisfy them with the "
                     "coordinates of the equilibrium (complete(q, u) makes the dependent ones), "
                     "or let the dependent speeds vary (free_speeds=[...])")
+        if status == NO_PROGRESS and residual[index] <= 1e-8 * initial[index]:
+            return (f"{what}, and the residual stopped decreasing there, {initial[index]:.1e} at "
+                    "the guess: about the rounding level of these equations at this point, so "
+                    f"the point is an equilibrium to working precision; ask for tol of about "
+                    f"{10 * residual[index]:.0e} or more")
         if status == NO_PROGRESS:
             return (f"{what}, and the residual stopped decreasing: no equilibrium near the guess "
                     "in these unknowns (a least-squares minimum that is no solution: too many "

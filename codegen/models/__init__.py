@@ -28,6 +28,7 @@ BUILTIN = {
     "spencer_pendulum": "codegen.models.spencer_pendulum",
     "parallel_fourbar": "codegen.models.parallel_fourbar",
     "five_bar": "codegen.models.five_bar",
+    "flexible_pendulum": "codegen.models.flexible_pendulum",
 }
 
 

@@ -160,9 +160,22 @@ int main(void)
         status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, 0.999, 1e-8,
                                     A_local, B_local, T_local, ranks, NULL, sigma, &work);
         CHECK(status == C(OK), "linearize_local, SVD path");
-        status = F(linearize_descriptor)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
-                                         E_desc, A_desc, B_desc, ranks, &work);
-        CHECK(status == C(OK), "linearize_descriptor");
+        {
+            int unsteady[ROWS + 1], count;
+            status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
+                                        A_local, B_local, T_local, ranks, NULL, NULL, &work);
+            count = F(unsteady_states)(&work, NULL, A_local, T_local, 1e-6, unsteady);
+            CHECK(status == C(OK) && count >= 0, "unsteady_states after linearize_local");
+            status = F(linearize_descriptor)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0,
+                                             1e-8, E_desc, A_desc, B_desc, ranks, &work);
+            CHECK(status == C(OK), "linearize_descriptor");
+            count = F(unsteady_states)(&work, E_desc, A_desc, NULL, 1e-6, unsteady);
+            CHECK(count >= 0, "unsteady_states after linearize_descriptor");
+            status = F(linearize)(0.25, q_points[0], u_points[0], r_points[0], NULL, NULL, NULL, 1e-8,
+                                  NULL, NULL, NULL, NULL, NULL, NULL, &work);
+            count = F(unsteady_states)(&work, NULL, NULL, NULL, 1e-6, unsteady);
+            CHECK(status == C(OK) && count >= 0, "unsteady_states after linearize");
+        }
         status = F(automatic_partition)(0.25, q_points[0], u_points[0], NULL, -1.0, 1, dependent_q,
                                         dependent_u, ranks, &work);
         CHECK(status == C(OK), "automatic_partition");
