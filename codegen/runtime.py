@@ -487,7 +487,7 @@ class CompiledModel:
         a vector broadcast along the batch (np.broadcast_to: every batch
         stride 0), which is not copied into a row per point."""
         batch_strides = array.strides[:len(own_shape)]
-        if math.prod(own_shape) == 1 or all(
+        if math.prod(own_shape) == 1 or math.prod(own_shape) > 1 and all(
                 stride == 0 for stride, size in zip(batch_strides, own_shape) if size > 1):
             array = array[(0,) * len(own_shape)] if own_shape else array
             rows = array.reshape((1, length) if length is not None else (1,))

@@ -30,6 +30,7 @@
 #define RANK_RTOL DISK_RANK_RTOL
 #define CONDITION_RTOL DISK_CONDITION_RTOL
 #define PIVOT_TAU DISK_PIVOT_TAU
+#define NEWTON_RTOL DISK_NEWTON_RTOL
 #define NONFINITE_RESULT DISK_ERR_NONFINITE_RESULT
 /* internal: a static pivot of the straight-line code failed its check (before
    anything divided by it); the caller takes the general path */
@@ -2942,11 +2943,12 @@ int disk_automatic_partition(double t, const double *q, const double *u, const d
 
 int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
         const int *vary_q, const int *vary_u, double rank_tol, double tol, double max_step,
-        int max_iter, int *iterations, double *residual, disk_workspace *work)
+        int max_iter, int *iterations, double *residual, double *rounding,
+        disk_workspace *work)
 {
     const double rtol = rank_rtol(rank_tol);
-    int columns[NS + 1], count = 0, iteration = 0, status, i, k;
-    double norm = HUGE_VAL, squares = HUGE_VAL;
+    int columns[NS + 1], count = 0, iteration = 0, status, i, j, k;
+    double norm = HUGE_VAL, squares = HUGE_VAL, noise = 0.0;
     status = prepare(t, q, u, &r, &p, work);
     for (i = 0; status == DISK_OK && i < NQ; ++i) if (!vary_q || vary_q[i]) columns[count++] = i;
     for (i = 0; status == DISK_OK && i < NU; ++i) if (vary_u && vary_u[i]) columns[count++] = NQ + i;
@@ -2977,11 +2979,23 @@ int disk_equilibrium(double t, double *q, double *u, const double *r, const doub
             status = DISK_ERR_NO_CONVERGENCE;
             break;
         }
-        /* the minimum-norm least-squares Gauss-Newton step in the unknowns */
+        /* the minimum-norm least-squares Gauss-Newton step in the unknowns;
+           directions dropped only at the rounding level (NEWTON_RTOL): stiff
+           models have singular values far apart */
         equilibrium_jacobian(work, t, q, u, r, p, rows);
         gather(rows, count, work->newton_jacobian, NS, columns, work->scratch, count);
+        /* the rounding level of R: eps times its terms' size in the unknowns */
+        noise = 0.0;
+        for (i = 0; i < rows; ++i) {
+            double size = 0.0;
+            for (j = 0; j < count; ++j)
+                size += fabs(work->scratch[i * count + j])
+                        * fabs(columns[j] < NQ ? q[columns[j]] : u[columns[j] - NQ]);
+            if (size > noise) noise = size;
+        }
+        noise *= 64.0 * DBL_EPSILON;
         jacobi_svd(rows, count, work->scratch, work->newton_v, work->newton_sigma);
-        rank = numerical_rank(work->newton_sigma, count, rows, rtol);
+        rank = numerical_rank(work->newton_sigma, count, rows, NEWTON_RTOL);
         pseudoinverse_solve(rows, count, rank, work->scratch, work->newton_v, work->newton_sigma,
                             work->newton_residual, 1, 1, work->newton_step, 1, work->newton_work);
         /* no unknown moves by more than max_step in one iteration (the
@@ -3005,7 +3019,8 @@ int disk_equilibrium(double t, double *q, double *u, const double *r, const doub
             }
         }
         if (!accepted) {
-            status = DISK_ERR_NO_PROGRESS;
+            /* at the rounding level: an equilibrium to working precision */
+            status = norm <= noise ? DISK_OK : DISK_ERR_NO_PROGRESS;
             break;
         }
         for (i = 0; i < NQ; ++i) q[i] = work->trial_q[i];
@@ -3013,6 +3028,7 @@ int disk_equilibrium(double t, double *q, double *u, const double *r, const doub
     }
     if (iterations) *iterations = iteration;
     if (residual) *residual = norm;
+    if (rounding) *rounding = noise;
     return status;
 }
 
@@ -3073,6 +3089,7 @@ const char *disk_status_message(int status)
 #undef RANK_RTOL
 #undef CONDITION_RTOL
 #undef PIVOT_TAU
+#undef NEWTON_RTOL
 #undef NONFINITE_RESULT
 #undef PIVOT_REJECTED
 #undef STRAIGHT_LINE_CHART

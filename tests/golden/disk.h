@@ -127,6 +127,14 @@ extern "C" {
 #define DISK_RANK_RTOL 1e-9
 #endif
 
+/* equilibrium's Gauss-Newton steps are minimum-norm: singular values of its
+   Jacobian below this times the largest count as zero (directions along a
+   family of equilibria); only at the rounding level, as stiff models have
+   singular values many decades apart. */
+#ifndef DISK_NEWTON_RTOL
+#define DISK_NEWTON_RTOL 1e-13
+#endif
+
 /* The straight-line code accepts a static pivot of J_c P_qd or B_v P_ud only
    above this times the Jacobian's largest entry; below it, the general path
    runs and estimates the block's condition (disk_partition_condition). */
@@ -331,14 +339,18 @@ int disk_automatic_partition(double t, const double *q, const double *u, const d
    N_u^T ud*). vary_q: NQ flags, 1 for the coordinates solved for (NULL:
    all); vary_u: NU flags for the speeds solved for (NULL: none; the speeds
    are held). No unknown changes by more than max_step in one iteration
-   (max_step <= 0: no bound); the step is halved until |R| decreases, and
-   NO_PROGRESS where no step does. Converged when max|R| <= tol;
-   NO_CONVERGENCE after max_iter iterations (q and u hold the last iterate:
-   call again to continue). iterations and residual (the last max|R|) may
-   be NULL. */
+   (max_step <= 0: no bound); the step is halved until |R| decreases.
+   Converged when max|R| <= tol, or where no step decreases |R| and max|R|
+   is at the rounding level of the equations there (rounding: 64 eps times
+   the largest row of |dR/dx| |x|; an equilibrium to working precision);
+   NO_PROGRESS where no step decreases |R| above that level; NO_CONVERGENCE
+   after max_iter iterations (q and u hold the last iterate: call again to
+   continue). iterations, residual (the last max|R|) and rounding may be
+   NULL. */
 int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
         const int *vary_q, const int *vary_u, double rank_tol, double tol, double max_step,
-        int max_iter, int *iterations, double *residual, disk_workspace *work);
+        int max_iter, int *iterations, double *residual, double *rounding,
+        disk_workspace *work);
 
 /*
  * Steadiness, after linearize (with A as it returned it, or NULL),
