@@ -246,6 +246,8 @@ class _Batch:
         allocation beyond it may succeed lazily and bring the kernel's
         out-of-memory killer down on the whole machine when written)."""
         needed = self.size * doubles_per_point * 8
+        if needed < 1 << 28:      # 256 MiB: no need to ask the system
+            return
         available = _available_memory()
         if available is not None and needed > available:
             raise InputError(
@@ -1023,14 +1025,13 @@ class CompiledModel:
         per-point rows (dependent indices, -1: the null spaces') with the names
         they index, for ``point(i)``."""
         n = charts.shape[0]
-        partition = np.array([self._is_partition_chart(row) for row in charts], dtype=bool)
         info = dict(charts=charts.reshape(shape + (charts.shape[1],)),
                     chart_names=(self.q_names, self.u_names, self.nc))
-        if n and np.all(partition) and np.all(charts == charts[0]):
+        if n and (charts.size == 0 or charts.min() >= 0 and (charts == charts[0]).all()):
             return dict(info, chart="partition",
                         dependent_q=tuple(self.q_names[i] for i in charts[0, :self.nc]),
                         dependent_u=tuple(self.u_names[i] for i in charts[0, self.nc:]))
-        if n and not np.any(partition):
+        if n and (charts < 0).any(axis=1).all():
             return dict(info, chart="null space", dependent_q=None, dependent_u=None)
         return dict(info, chart="mixed" if n else "partition", dependent_q=None, dependent_u=None)
 
