@@ -6,10 +6,10 @@ setup(
     description="Linearized equations of motion of constrained multibody systems, "
                 "generated as C and compiled for Python",
     python_requires=">=3.9",
-    packages=["codegen", "codegen.bench", "codegen.models", "codegen.templates"],
+    packages=["codegen", "codegen.bench", "codegen.models", "codegen.runtime", "codegen.templates"],
     # templates/ lives at the top of the source tree; installed as codegen/templates
     package_dir={"codegen.templates": "templates"},
-    package_data={"codegen.templates": ["*.jinja"]},
+    package_data={"codegen.templates": ["*.jinja", "helpers.c"]},
     install_requires=[
         "sympy>=1.14,<1.15",   # the versions tested (codegen/sympy_adapter.py checks)
         "numpy>=1.22",

@@ -45,13 +45,6 @@ if len(sys.argv) > 1 and sys.argv[1] in ("bench", "scaling"):
 import numpy as np  # noqa: E402
 
 
-def _load_model(spec):
-    from .pipeline import resolve_model
-
-    model, model_module, _ = resolve_model(spec)
-    return model, model_module
-
-
 def _format_eigenvalues(values):
     values = sorted(values, key=lambda z: (round(z.real, 9), round(z.imag, 9)))
     parts = []
@@ -88,22 +81,23 @@ def _build_and_load(spec, output_dir, force=False, progress=None):
     """Build (or find cached) and import a built-in model or a user's
     ``path/to/file.py:function``. Returns (artifact, module, model_module,
     seconds forming the equations, seconds importing)."""
+    from .errors import ModelError
     from .load import load_package
     from .models import BUILTIN, builtin_module
-    from .pipeline import build_artifact, build_builtin
+    from .pipeline import build_builtin, build_file
 
     if progress:
-        progress(f"forming the equations of {spec}")
+        progress(f"looking up the build of {spec}")
     if spec in BUILTIN:
-        model_module = builtin_module(spec)
         artifact, formed = build_builtin(spec, output_dir, force=force, progress=progress)
+        model_module = builtin_module(spec)
+    elif ":" in str(spec):
+        # a cached build whose recorded dependencies are unchanged: the file is not run
+        artifact, formed = build_file(spec, output_dir, force=force, progress=progress)
+        model_module = None
     else:
-        started = time.perf_counter()
-        model, model_module = _load_model(spec)
-        formed = time.perf_counter() - started
-        if progress:
-            progress("hashing the equations to look up the build cache")
-        artifact = build_artifact(model, output_dir, force=force, progress=progress)
+        raise ModelError(f"unknown model {spec!r}: give a built-in name "
+                         f"({', '.join(sorted(BUILTIN))}) or path/to/file.py:function")
     if progress:
         progress("importing the compiled module")
     started = time.perf_counter()

@@ -11,7 +11,9 @@ always used as an absolute path, see :func:`resolve_output_dir`)::
             disk-<key> -> disk-<key>.<nonce>   key link: the current build of <key>
             disk-<key>.<nonce>/       one finished build: disk.c, disk.h, _disk.pyx,
                                       __init__.py, the extension module, build.json
-            disk.recipe-<recipe>      a built-in model's source hash -> "disk <key>"
+            disk.recipe-<id>          what a model file's equations depend on, and the
+                                      key of its build (codegen.recipes): found
+                                      without forming the equations
             .disk-<key>.tmp.<pid>.<host>.<random>/   a build in progress
 
 ``<key>`` hashes the model's content, the generator's code and templates, the
@@ -242,7 +244,7 @@ def _sweep(builds):
 
 # -- verification ------------------------------------------------------------------------
 
-def _sha256(path):
+def file_sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -252,7 +254,7 @@ def _sha256(path):
 
 def _file_facts(directory):
     """Size and SHA-256 of every file of a build (build.json lists them)."""
-    return {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+    return {p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)}
             for p in sorted(Path(directory).iterdir()) if p.name != BUILD_RECORD and p.is_file()}
 
 
@@ -278,7 +280,7 @@ def build_problem(package_dir, record):
         if size != facts["size"]:
             return f"{file_name} has {size} bytes, {facts['size']} when built"
     for file_name, facts in files.items():
-        if _sha256(Path(package_dir) / file_name) != facts["sha256"]:
+        if file_sha256(Path(package_dir) / file_name) != facts["sha256"]:
             return f"{file_name} changed since it was built"
     return None
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import sympy as sm
 
+from .differentiate import Differentiator
 from .errors import ModelError
 from .partition import complement
 from .printer import ModelCodePrinter, unprintable
@@ -99,116 +100,42 @@ class Derivation:
         return self.blocks["M_qq"] == sm.eye(len(self.q))
 
 
-# Functions differentiated by _Differentiator._piecewise_smooth.
-_PIECEWISE_SMOOTH = (sm.Abs, sm.sign, sm.Heaviside, sm.Max, sm.Min, sm.Piecewise)
+# the name tests/test_model_checks.py imports (the class lives in codegen.differentiate)
+_Differentiator = Differentiator
 
 
 def _plain_symbols(prefix, count):
     return list(sm.symbols(f"{prefix}_0:{count}", real=True)) if count else []
 
 
-class _Differentiator:
-    """Partial derivatives of many expressions that share subtrees.
+def _zero_at(matrix, symbols):
+    return _replace(matrix, {s: sm.S.Zero for s in symbols})
 
-    SymPy's ``diff`` walks a tree's free symbols again at every product it
-    differentiates, which dominates the derivation of a large model. Here the
-    set of variables each node depends on is computed once per node, and every
-    derivative is memoized on (node, variable), so a subexpression shared by
-    many entries (and by several blocks) is differentiated once. The rules are
-    the textbook ones (sum, product, power, chain rule through ``fdiff``), and
-    for the piecewise-smooth Abs, sign, Heaviside, Max, Min and Piecewise the
-    derivatives away from their kinks (:meth:`_piecewise_smooth`); any other
-    node falls back to SymPy's ``diff``.
-    """
 
-    def __init__(self, variables):
-        self.variables = frozenset(variables)
-        self._depends = {}
-        self._derivative = {}
+def _replace(matrix, rule):
+    """``matrix.xreplace(rule)``, each distinct subexpression rewritten once
+    (SymPy's xreplace rewrites a subexpression again wherever it is shared:
+    a third of the derivation of the 32-link chain)."""
+    done = {}
 
-    def depends(self, expr):
+    def walk(node):
         try:
-            return self._depends[expr]
+            return done[node]
         except KeyError:
             pass
-        if expr.is_Symbol:
-            found = self.variables & {expr}
-        elif not expr.args:
-            found = frozenset()
+        if node in rule:
+            result = rule[node]
+        elif not node.args:
+            result = node
         else:
-            found = frozenset().union(*(self.depends(arg) for arg in expr.args))
-        self._depends[expr] = found
-        return found
-
-    def __call__(self, expr, x):
-        if x not in self.depends(expr):
-            return sm.S.Zero
-        if expr == x:
-            return sm.S.One
-        key = (expr, x)
-        try:
-            return self._derivative[key]
-        except KeyError:
-            pass
-        args = expr.args
-        if expr.is_Add:
-            result = sm.Add(*[self(arg, x) for arg in args])
-        elif expr.is_Mul:
-            terms = []
-            for i, arg in enumerate(args):
-                if x in self.depends(arg):
-                    terms.append(sm.Mul(*args[:i], self(arg, x), *args[i + 1:]))
-            result = sm.Add(*terms)
-        elif expr.is_Pow:
-            base, exponent = args
-            if x not in self.depends(exponent):
-                result = exponent * base ** (exponent - 1) * self(base, x)
-            else:
-                result = expr * (self(exponent, x) * sm.log(base) + exponent * self(base, x) / base)
-        elif isinstance(expr, _PIECEWISE_SMOOTH):
-            result = self._piecewise_smooth(expr, x)
-        elif isinstance(expr, sm.Function) and hasattr(expr, "fdiff"):
-            try:
-                result = sm.Add(*[expr.fdiff(i + 1) * self(arg, x) for i, arg in enumerate(args)
-                                  if x in self.depends(arg)])
-            except (sm.core.function.ArgumentIndexError, NotImplementedError):
-                result = expr.diff(x)
-        else:
-            result = expr.diff(x)
-        self._derivative[key] = result
+            args = [walk(arg) if isinstance(arg, sm.Basic) else arg for arg in node.args]
+            changed = any(new is not old for new, old in zip(args, node.args))
+            result = node.func(*args) if changed else node
+        done[node] = result
         return result
 
-    def _piecewise_smooth(self, expr, x):
-        """Derivatives of functions with kinks or jumps, right wherever the
-        function is differentiable (every operating point off the kinks).
-        SymPy's own rules give distributions (d sign = 2 DiracDelta) or leave
-        an unevaluated Derivative (sign.fdiff), which no C code can compute."""
-        if isinstance(expr, sm.Abs):
-            arg = expr.args[0]
-            return sm.sign(arg) * self(arg, x)          # real argument: d|a| = sign(a) da
-        if isinstance(expr, (sm.sign, sm.Heaviside)):
-            return sm.S.Zero                            # piecewise constant
-        if isinstance(expr, (sm.Max, sm.Min)):
-            # the derivative of the active argument: the first one that is
-            # >= (Max) or <= (Min) all the others
-            pick = sm.Ge if isinstance(expr, sm.Max) else sm.Le
-            args = expr.args
-            pieces = [(self(a, x), sm.And(*[pick(a, b) for j, b in enumerate(args) if j != i]))
-                      for i, a in enumerate(args[:-1])]
-            return sm.Piecewise(*pieces, (self(args[-1], x), True))
-        # Piecewise: the derivative of each branch under the same condition
-        # (conditions are constant between the switching surfaces)
-        return sm.Piecewise(*[(self(piece.expr, x), piece.cond) for piece in expr.args])
-
-    def jacobian(self, matrix, symbols):
-        rows = matrix.shape[0]
-        if rows == 0 or not symbols:
-            return sm.zeros(rows, len(symbols))
-        return sm.Matrix(rows, len(symbols), [self(matrix[i, 0], x) for i in range(rows) for x in symbols])
-
-
-def _zero_at(matrix, symbols):
-    return matrix.xreplace({s: 0 for s in symbols})
+    matrix = sm.Matrix(matrix)
+    return sm.Matrix(matrix.rows, matrix.cols, [walk(entry) for entry in matrix])
 
 
 def _check_free(label, matrix, allowed, model_name):
@@ -265,7 +192,7 @@ def derive(model, progress=None):
     to_plain[model.time] = t
 
     def plain(matrix):
-        return sm.Matrix(matrix).xreplace(to_plain)
+        return _replace(matrix, to_plain)
 
     say("converting equations to plain symbols")
     f_k = plain(model.kinematic)
@@ -283,7 +210,7 @@ def derive(model, progress=None):
 
     say("constraint Jacobians")
     lam = _plain_symbols("lam", model.multipliers)
-    differentiate = _Differentiator(q + u + qd + ud + lam + r + [t])
+    differentiate = Differentiator(q + u + qd + ud + lam + r + [t])
     _jacobian = differentiate.jacobian
     J_c = _jacobian(f_c, q)
     J_vq = _jacobian(f_v, q)

@@ -25,11 +25,15 @@ import jinja2
 import sympy as sm
 
 from . import __version__
+from . import entry_points as table      # read at each emission (a test adds a row)
+from .entry_points import (FAMILIES, SIZE_NAMES, entry_doc, pyx_argument, pyx_pass,
+                           pyx_signature, signature, size_expression, stage_guards,
+                           workspace_layout)
 from .printer import ModelCodePrinter
+from .procedure import (ARRAYS, CALLER_ARRAYS, INDEX_SETS, RUN_TIME_SIZES, THRESHOLDS, Factor, SVD,
+                        completion_steps, procedure)
 from .status import STATUSES
-from .procedure import ARRAYS, INDEX_SETS, Factor, completion_steps, partition_steps, procedure
 from .straight_line import StraightLine
-
 
 
 def template_dir():
@@ -45,7 +49,7 @@ def template_dir():
 # cache key, the CLI, the sweep, the benchmarks) can change without
 # invalidating builds.
 GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "procedure.py", "straight_line.py",
-                     "printer.py", "partition.py", "status.py")
+                     "entry_points.py", "differentiate.py", "printer.py", "partition.py", "status.py")
 
 # templates of the tools around the pipeline, not of the generated package
 TOOL_TEMPLATES = ("bench_driver.c.jinja",)
@@ -56,9 +60,11 @@ def generator_fingerprint():
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
     templates = [path for path in sorted(template_dir().glob("*.jinja")) if path.name not in TOOL_TEMPLATES]
+    templates.append(template_dir() / "helpers.c")
     for path in [here / name for name in GENERATOR_MODULES] + templates:
         h.update(path.name.encode())
         h.update(path.read_bytes())
+    h.update(repr(table.ENTRY_POINTS).encode())     # the table as emitted (rows added in memory)
     h.update(sm.__version__.encode())
     return h.hexdigest()
 
@@ -227,6 +233,8 @@ def environment():
     )
     env.filters["c_string"] = _c_string
     env.filters["c_double"] = _c_double
+    env.filters["py"] = repr   # a Python literal
+    env.filters["wrap_params"] = _wrap_params
     env.globals["raise_error"] = _raise_error
     return env
 
@@ -234,7 +242,8 @@ def environment():
 def _array_size(shape, prefix):
     """The C expression of the size of a procedure array (rows x columns)."""
     def terms(names):
-        text = " + ".join("1" if t == "one" else f"{prefix}_{t.upper()}" for t in names)
+        text = " + ".join("1" if t == "one" else f"{prefix}_{t.upper()}" if t.isalpha() else t
+                          for t in names)
         return f"({text})" if len(names) > 1 else text
     return f"{terms(shape[0])} * {terms(shape[1])}"
 
@@ -243,6 +252,22 @@ def _raise_error(message):
     """Stops the rendering: a template met data it cannot lay out (e.g. a step
     kind without a looped rendering)."""
     raise ValueError(f"generating C: {message}")
+
+
+def _wrap_params(text, first=0, width=96, indent=8):
+    """A C parameter list broken after commas (never inside a type): lines of
+    at most ``width`` characters, the first after ``first`` characters of
+    text before it, the others indented by ``indent``."""
+    lines, line, used = [], "", first
+    for k, parameter in enumerate(text.split(", ")):
+        piece = parameter + ("," if k < text.count(", ") else "")
+        if line and used + len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line, used = piece, indent
+        else:
+            line = f"{line} {piece}" if line else piece
+    lines.append(line)
+    return ("\n" + " " * indent).join(lines)
 
 
 def _c_string(text):
@@ -259,7 +284,9 @@ def emit_wrapper(derivation):
     starts translating it before the model's C is emitted."""
     d = derivation
     return environment().get_template("module.pyx.jinja").render(
-        name=d.name, NAME=d.name.upper(), version=__version__)
+        name=d.name, NAME=d.name.upper(), version=__version__, entry_points=table.ENTRY_POINTS,
+        families=FAMILIES, sizes=SIZE_NAMES, pyx_signature=pyx_signature, pyx_argument=pyx_argument,
+        pyx_pass=pyx_pass, size_expression=size_expression)
 
 
 SEPARATE_STAGE_STATEMENTS = 400
@@ -269,7 +296,7 @@ CSE_ORDER = "none"
 # only the looped rendering (generic LU and solves over the workspace arrays).
 # Straight-line code exploits the blocks' sparsity and saves the index
 # arithmetic, but its size grows like the cube of the system's, and so does
-# gcc's time on it, faster still (-O2 on this 2-core machine: the bicycle's
+# gcc's time on it, faster still (-O2 on a 2-core machine of 2026: the bicycle's
 # largest stage, 1944 operations, with the rest of its C in 3.4 s; the 16-loop
 # four-bar's ud*, 26 900 operations for the 69 x 69 augmented speed system, and
 # its solution, 14 500, took 60 of its 67 s build). The disk, the bicycle and the
@@ -278,15 +305,43 @@ CSE_ORDER = "none"
 STRAIGHT_LINE_LIMIT = 4000
 
 
-# linearize runs the straight-line solution only after both straight-line rate
-# stages (it reads the LU factors they keep in temporaries); the local chart
-# only after the straight-line solution (it reads its K_c, K_v, A', B')
-STRAIGHT_LINE_REQUIRES = {"solution": ("kinematic_rates", "dynamic_rates"),
+# linearize runs the straight-line partition and solution only after both
+# straight-line rate stages (the solution reads the LU factors they keep in
+# temporaries); the local chart only after the straight-line solution (it
+# reads its K_c, K_v, A', B')
+STRAIGHT_LINE_REQUIRES = {"partition": ("kinematic_rates", "dynamic_rates"),
+                          "solution": ("kinematic_rates", "dynamic_rates", "partition"),
                           "local_chart": ("solution",)}
 
-# arrays of the local chart stage (procedure.ARRAYS), in the workspace for its looped rendering
-CHART_ARRAYS = ("N_qT", "N_uT", "L_chart_q", "L_chart_u", "KN", "W", "minus_C1NqT", "HT", "GA",
-                "A_local", "B_local")
+# straight-line stages that run only before another straight-line stage
+STRAIGHT_LINE_CALLERS = {"partition": "solution"}
+
+# the blocks and rates in the order a linearization evaluates them (the
+# names of nonfinite_blocks' flags)
+BLOCK_ORDER = ("f_c", "f_v", "J_c", "J_vq", "B_v", "M_qq", "kinematic_residual", "qd",
+               "M_uu", "speed_residual", "ud", "A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u")
+
+# extra C parameters of a stage's functions: the caller's output arrays
+STAGE_OUTPUTS = {"solution": ", double *A, double *B, double *A_full, double *B_full",
+                 "local_chart": ", double *A, double *B, double *T",
+                 "descriptor": ", double *E, double *A, double *B"}
+STRAIGHT_LINE_OUTPUTS = {"solution": STAGE_OUTPUTS["solution"],
+                         "local_chart": ", double rank_tol, double *A, double *B, double *T"}
+
+
+# the variable of a workspace in the generated functions
+FAMILY_VARIABLES = {"base": "w", "local": "lw", "full": "fw"}
+# int fields of the workspaces beyond the base one
+INT_FIELDS = {"rank_speed": "lw", "rank_rows_c": "lw", "rank_rows_v": "lw", "unknowns": "fw",
+              "unknown_count": "fw"}
+
+
+def _steps(steps):
+    """Every step, those inside branches too."""
+    for step in steps:
+        yield step
+        if step.kind == "branch":
+            yield from _steps(step.then + step.otherwise)
 
 
 def emit(derivation, progress=None, straight_line_limit=None):
@@ -302,7 +357,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     cse_seconds = time.perf_counter() - started
     started = time.perf_counter()
     say = progress or (lambda message: None)
-    stages = procedure(kinematic_identity)
+    stages = procedure(kinematic_identity, multipliers=sizes["nw"] > sizes["nu"])
     # a large stage is evaluated in parts of about PART_STATEMENTS statements,
     # each a function of its own: compile time grows faster than linearly with
     # a function's size
@@ -320,9 +375,16 @@ def emit(derivation, progress=None, straight_line_limit=None):
     say("straight-line numeric stage for the default partition")
     # a stage whose straight-line code would be too large gets only the looped one
     limit = STRAIGHT_LINE_LIMIT if straight_line_limit is None else straight_line_limit
-    straight = StraightLine(emitter, stages, sizes, first_slot=carried_by_evaluation, limit=limit,
+    straight = StraightLine(emitter, [stage for stage in stages if stage.renderings == "both"], sizes,
+                            first_slot=carried_by_evaluation, limit=limit,
                             requires=STRAIGHT_LINE_REQUIRES)
-    renderings = {stage.name: ("looped", straight.looped[stage.name]) if stage.name in straight.looped
+    # a straight-line stage only another straight-line one calls is dropped with it
+    for stage, caller in STRAIGHT_LINE_CALLERS.items():
+        if stage in straight.sections and caller not in straight.sections:
+            del straight.sections[stage]
+            straight.looped[stage] = f"its caller, {caller}, is looped"
+    renderings = {stage.name: ("looped", straight.looped.get(stage.name, "the rank-revealing half"))
+                  if stage.name not in straight.sections
                   else ("straight-line", straight.operation_counts[stage.name])
                   for stage in stages if stage.steps}
     for name, why in straight.looped.items():
@@ -335,6 +397,10 @@ def emit(derivation, progress=None, straight_line_limit=None):
     sizes_of.update({name: len(ops) for name, ops in straight.sections.items()})
     separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
     separate.update({part["name"]: True for group in evaluation.values() if len(group) > 1 for part in group})
+    evaluated = sorted(set(BLOCK_ORDER) & (set(d.blocks) | {"qd", "ud"}), key=BLOCK_ORDER.index)
+    family_arrays, stage_family, array_family = workspace_layout(stages, evaluated)
+    NAME = d.name.upper()
+    all_steps = [step for stage in stages for step in _steps(stage.steps)]
     context = dict(
         separate=separate,
         name=d.name,
@@ -355,14 +421,39 @@ def emit(derivation, progress=None, straight_line_limit=None):
         renderings=renderings,
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
-        partition_steps=partition_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
         derivation_stages=d.stages,
         index_sets=INDEX_SETS,
-        # the workspace arrays of the local chart's looped rendering
-        chart_arrays=[(name, _array_size(ARRAYS[name], d.name.upper())) for name in CHART_ARRAYS],
+        model_name=d.name,
+        thresholds=[(name, default, doc) for name, (default, doc) in THRESHOLDS.items()],
+        run_time_sizes=RUN_TIME_SIZES,
+        helpers_c=(template_dir() / "helpers.c").read_text(),
+        stage_outputs=STAGE_OUTPUTS,
+        stage_outputs_straight=STRAIGHT_LINE_OUTPUTS,
+        svds={step.name: step for step in all_steps if isinstance(step, SVD)},
+        caller_arrays=CALLER_ARRAYS,
+        entry_points=table.ENTRY_POINTS,
+        families=FAMILIES,
+        entry_doc=entry_doc,
+        signature=lambda entry: signature(entry, d.name),
+        # the workspace of each family: its arrays with their C sizes
+        family_arrays={family: [(name, _array_size(ARRAYS[name], NAME)) for name in names]
+                       for family, names in family_arrays.items()},
+        pivots=[(step.name, _array_size((step.matrix.row_count, ("one",)), NAME))
+                for step in all_steps if isinstance(step, Factor)],
+        stage_family=stage_family,
+        family_var=FAMILY_VARIABLES,
+        array_owner={**{name: FAMILY_VARIABLES[family] for name, family in array_family.items()
+                        if family != "base"}, **INT_FIELDS},
+        blocks=evaluated,
+        arrays=ARRAYS,
+        stage_guards=lambda entry: stage_guards(
+            entry, stages, {**{stage: d.stages[stage] for stage in d.stages}}),
+        # the stages the generated entry point bodies run (a run_<stage> function each)
+        run_stages=[stage.name for stage in stages
+                    if any(stage.name in entry.stages for entry in table.ENTRY_POINTS if entry.body == "stages")],
     )
     env = environment()
     files = {

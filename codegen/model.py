@@ -42,8 +42,8 @@ import re
 import sympy as sm
 from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols
 
-from .derive import _Differentiator   # memoized derivatives (SymPy's diff is slow on the bicycle)
-from . import sympy_adapter
+from . import eom, sympy_adapter
+from .differentiate import Differentiator   # memoized derivatives (SymPy's diff is slow on the bicycle)
 from .errors import ModelError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -78,8 +78,10 @@ class Model:
         One line shown by ``python -m codegen list`` and in the C banner.
     reduction : {"auto", "multipliers", "kane"}
         How the velocity constraints enter the dynamics. ``"multipliers"``:
-        the unconstrained Kane equations F (all o speeds independent) are formed
-        again from the KanesMethod's bodies and loads, and the generated code
+        the unconstrained Kane equations F (all o speeds independent, from the
+        KanesMethod's bodies and loads: taken from :func:`codegen.eom.kanes_equations`
+        where it formed the KanesMethod, else formed by
+        :func:`codegen.eom.unconstrained_kane_dynamics`), and the generated code
         solves F + B_v^T lambda = 0 with the acceleration constraints for ud and
         the multipliers lambda numerically (DESIGN.md, section 3): no symbolic
         elimination of the dependent speeds, smaller expressions, and any
@@ -227,7 +229,7 @@ class Model:
             self._check_velocity_constraints_hold_df_c_dt(qd_of_u, *kinematics)
 
         if self.dynamic is None:     # the multiplier form: F of all o speeds, formed only now
-            self.dynamic = _without_auxiliary(_unconstrained_dynamics(method), method)
+            self.dynamic = _without_auxiliary(eom.unconstrained_kane_dynamics(method), method)
         self._check_sizes()
         time_varying = _time_varying_atoms(self.dynamic)      # one walk through the largest equations
         self._refuse_undefined_functions("dynamic equation", self.dynamic, time_varying)
@@ -767,19 +769,58 @@ class Model:
 
     # -- identity -------------------------------------------------------------
     def fingerprint(self):
-        """Hash of everything that determines the generated code."""
+        """Hash of everything that determines the generated code: the names,
+        the parameter values and the structure of every expression
+        (:func:`_structure_digest`)."""
         h = hashlib.sha256()
-        for part in (self.name, self.description, self.q, self.u, self.q_dependent,
-                     self.u_dependent, self.inputs, self.parameters, self.parameter_values,
-                     self.kinematic, self.f_c, self.f_v, self.dynamic, self.reduction):
-            h.update(sm.srepr(part).encode() if not isinstance(part, str) else part.encode())
+        for part in (self.name, self.description, self.reduction, repr(self.parameter_values)):
+            h.update(part.encode())
             h.update(b"\x00")
+        h.update(_structure_digest([self.q, self.u, self.q_dependent, self.u_dependent, self.inputs,
+                                    self.parameters, self.kinematic, self.f_c, self.f_v,
+                                    self.dynamic]).encode())
         return h.hexdigest()
 
     def __repr__(self):
         return (f"Model({self.name!r}: n={self.n} coordinates ({self.l} dependent), "
                 f"o={self.o} speeds ({self.m} dependent), {self.s} inputs, "
                 f"{len(self.parameters)} parameters)")
+
+
+def _structure_digest(sequences):
+    """SHA-256 of the expressions of ``sequences`` (lists or matrices), node by
+    node: each distinct node once, as its kind and the numbers of its
+    arguments (a leaf as its ``srepr``: names and assumptions), then each
+    sequence as the numbers of its entries. The same as hashing their
+    ``srepr`` would tell, but a subexpression that occurs many times is
+    written once (0.01 s instead of 0.5 s for the 32-link closed chain).
+    Equal subexpressions get one number whether or not they are one object."""
+    from sympy.core.function import AppliedUndef
+
+    h = hashlib.sha256()
+    # by value, not by id: whether two equal subexpressions are one object
+    # depends on SymPy's cache (its history in the process), the digest must not
+    numbers = {}
+
+    def number(node):
+        key = (type(node), node)
+        found = numbers.get(key)
+        if found is not None:
+            return found
+        if node.args:
+            children = ",".join(str(number(arg)) for arg in node.args)
+            head = sm.srepr(node.func) if isinstance(node, AppliedUndef) else type(node).__name__
+            h.update(f"{head}({children})\n".encode())
+        else:
+            h.update(f"{sm.srepr(node)}\n".encode())
+        numbers[key] = len(numbers) + 1
+        return numbers[key]
+
+    for sequence in sequences:
+        shape = sequence.shape if isinstance(sequence, sm.MatrixBase) else (len(sequence),)
+        entries = [number(sm.sympify(entry)) for entry in sequence]
+        h.update(f"{shape}: {entries}\n".encode())
+    return h.hexdigest()
 
 
 def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, points=3, attempts=15,
@@ -811,7 +852,7 @@ def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, po
     t_plain = sm.Symbol("t_", real=True)
     to_plain = dict(zip(model.q, q_plain)) | dict(zip(model.u, u_plain)) | {t: t_plain}
     f_c = model.f_c.xreplace(to_plain)
-    differentiate = _Differentiator(list(q_plain) + [t_plain])
+    differentiate = Differentiator(list(q_plain) + [t_plain])
     matrices = [f_c, differentiate.jacobian(f_c, q_plain), differentiate.jacobian(f_c, [t_plain]),
                 sm.Matrix(k_kqdot).xreplace(to_plain), sm.Matrix(k_ku).xreplace(to_plain),
                 sm.Matrix(f_k).xreplace(to_plain)]
@@ -881,37 +922,6 @@ def _rows_outside_velocity_constraints(model, k_kqdot, k_ku, f_k, k_nh, f_nh, po
     if not valid:
         return None
     return {i: sorted(involved[i]) for i in range(model.l) if failures[i] == valid}
-
-
-def _unconstrained_dynamics(kane):
-    """fr + fr* of the same system with every speed independent (o rows).
-
-    Kane's equations need qd in terms of u (partial velocities, accelerations).
-    That map must be the user's own: KanesMethod solved the kinematic
-    equations with the user's ``kd_eqs_solver`` (e.g. a simplifying solve),
-    and a new KanesMethod given the implicit equations would solve them again
-    with SymPy's default LU, which can divide by terms that vanish where the
-    user's solution is finite (the rolling disc of SymPy's test_kane5 upright).
-    So the new KanesMethod gets the explicit equations qd - qd(u) = 0 taken
-    from ``kane.kindiffdict()``: their qd coefficient is the identity, and the
-    solver below returns the right-hand side as it is, without any solve.
-    """
-    from sympy.physics.mechanics import KanesMethod
-
-    qd_of_u = kane.kindiffdict()
-    qd = [qi.diff(dynamicsymbols._t) for qi in kane.q]
-    explicit = [qdi - qd_of_u[qdi] for qdi in qd]
-
-    def identity_solve(matrix, rhs):
-        # d(qd - qd(u))/d qd is the identity: nothing to solve
-        if matrix != sm.eye(matrix.shape[0]):
-            raise ModelError("internal: explicit kinematic equations without identity coefficient")
-        return rhs
-
-    free = KanesMethod(sympy_adapter.inertial_frame(kane), q_ind=list(kane.q), u_ind=list(kane.u),
-                       kd_eqs=explicit, kd_eqs_solver=identity_solve)
-    fr, frstar = free.kanes_equations(kane.bodies, kane.loads)
-    return fr + frstar
 
 
 def _is_kanes_method(method):

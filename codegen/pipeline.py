@@ -1,7 +1,9 @@
 """The pipeline end to end: model -> derive -> emit -> build -> load.
 
 Each stage is its own module; this one only runs them in order, times them,
-and consults the build cache first.
+and consults the build cache first: for a model from a file (a built-in model,
+or ``path/to/model.py:function``) by its recipe, without forming the
+equations (:mod:`codegen.recipes`), else by the fingerprint of the equations.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .compile import (WrapperTranslation, _temporary_name, cache_key, check_name, compile_package,
-                      install_cached, read_record, resolve_output_dir)
-from .derive import derive
-from .emit import emit, emit_wrapper, generator_fingerprint
+from . import recipes
+from .compile import (WrapperTranslation, cache_key, check_name, compile_package, install_cached,
+                      read_record, resolve_output_dir)
 from .errors import ModelError
 from .load import load_package
-from .model import Model
+
+# derive, emit and model load SymPy: imported where a model is formed, so that
+# a cached build is found and loaded without it (codegen.recipes)
 
 OperatingPoint = namedtuple("OperatingPoint", "q u r p t")
 
@@ -40,6 +43,12 @@ def terminal_progress(prefix=""):
     def say(message):
         print(f"  [{time.perf_counter() - started:6.1f} s] {prefix}{message}", file=sys.stderr, flush=True)
     return say
+
+
+def generator_fingerprint():
+    """:func:`codegen.emit.generator_fingerprint` (imported when needed)."""
+    from .emit import generator_fingerprint as fingerprint
+    return fingerprint()
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,14 +73,11 @@ def _check_builtin_name(model, fingerprint, key, output_dir):
     current = read_record((output_dir / model.name).resolve())
     if current is None or current.get("key") == key or current.get("fingerprint") == fingerprint:
         return
-    builtin = None      # the built-in whose build the link leads to (the recipe index says)
+    builtin = None      # the built-in whose build the link leads to (its recipe says)
     for index in (output_dir / ".builds").glob("*.recipe-*"):
-        try:
-            name, _, index_key = index.read_text().strip().partition(" ")
-        except OSError:
-            continue
-        if name == model.name and index_key == current.get("key"):
-            builtin = index.name.partition(".recipe-")[0]
+        found = recipes.builtin_of_index(index, current.get("key"))
+        if found == model.name:
+            builtin = found
     if builtin is None:
         return
     from .models import builtin_module
@@ -92,6 +98,10 @@ def build_artifact(model, output_dir=None, force=False, progress=None, builtin=F
     is the built-in model of its name (as :func:`build_builtin` passes); otherwise
     it may not replace a built-in model's build (see :func:`_check_builtin_name`).
     """
+    from .derive import derive
+    from .emit import emit, emit_wrapper
+    from .model import Model
+
     if not isinstance(model, Model):
         raise ModelError(f"expected a codegen.Model, got {type(model).__name__}")
     check_name(model.name)
@@ -133,43 +143,83 @@ def build_builtin(name, output_dir=None, force=False, progress=None):
     """Build the built-in model ``name``; returns ``(artifact, seconds spent
     forming its equations)``.
 
-    A built-in model is fully determined by its source file, so a cached build
-    is found from that file's hash (with the generator's and the compiler's)
-    without forming the equations: a cached rebuild of the bicycle takes a
-    fraction of a second instead of the seconds SymPy needs for its equations.
+    A built-in model is determined by its source file and codegen's, so a
+    cached build is found from its recipe (:mod:`codegen.recipes`) without
+    forming the equations: a cached rebuild of the bicycle takes a fraction of
+    a second instead of the seconds SymPy needs for its equations.
     """
     from .models import builtin_module
 
-    module = builtin_module(name)
+    def make():
+        return builtin_module(name).make_model()
+    return _build_recipe(recipes.builtin_recipe(name), make, output_dir, force, progress)
+
+
+def build_file(spec, output_dir=None, force=False, progress=None):
+    """Build the model that ``function`` of ``path/to/file.py`` returns
+    (``spec`` = ``"path/to/file.py:function"``); returns ``(artifact, seconds
+    spent forming its equations)``.
+
+    The build records what the model's equations depended on (the file, the
+    local modules it imported, the versions of the packages it used: see
+    :mod:`codegen.recipes`); while all of that is unchanged, a later call finds
+    the build without running the file (0 seconds forming). ``force``: form
+    the equations and build again whatever the cache holds.
+    """
+    path, function = _model_file(spec)
+    return _build_recipe(recipes.file_recipe(path, function), functools.partial(load_model_file, spec),
+                         output_dir, force, progress)
+
+
+def _build_recipe(recipe, make, output_dir, force, progress):
+    """The build of the model ``make()`` returns, found by ``recipe`` where
+    its recorded dependencies are unchanged (``make`` is not called then),
+    else formed, built (or found by its fingerprint) and recorded."""
+    say = progress or (lambda message: None)
     output_dir = resolve_output_dir(output_dir)
     started = time.perf_counter()
-    recipe = cache_key(Path(module.__file__).read_bytes().decode(), generator_fingerprint())
-    index = output_dir / ".builds" / f"{name}.recipe-{recipe}"
-    entry = index.read_text() if index.exists() else None
-    if not force and entry:
-        model_name, _, key = entry.strip().partition(" ")
-        artifact = install_cached(output_dir, model_name, key, progress)
-        if artifact is not None:
-            artifact.timings = {"cache lookup": time.perf_counter() - started}
-            return artifact, 0.0
+    identity = recipe.identity()
+    recorded = None if force else recipe.read(output_dir, identity)
+    if recorded is not None:
+        found, change = recipe.lookup(recorded)
+        if found is not None:
+            artifact = install_cached(output_dir, *found, progress)
+            if artifact is not None:
+                artifact.timings = {"cache lookup": time.perf_counter() - started}
+                return artifact, 0.0
+        else:
+            say(f"forming the equations again: {change}")
+    # local modules of an earlier run are imported afresh (they may have changed)
+    if recorded is None:
+        recorded = recipe.read(output_dir, identity) or {}
+    earlier = recorded.get("dependencies", {}).get("files", ())
+    recipes.forget_local_modules(recipe, earlier)
+    model_file = recipes.file_hash(recipe.path)
+    say(f"forming the equations: {recipe.path.name}, {recipe.function}()")
     started = time.perf_counter()
-    model = module.make_model()
+    with recipes.ImportWatch(recipe.path, recipe.package) as watch:
+        model = make()
     formed = time.perf_counter() - started
-    artifact = build_artifact(model, output_dir, force, progress, builtin=True)
-    text = f"{model.name} {artifact.record['key']}\n"
-    if entry != text:   # written only when it changes: a finished build may sit in a read-only directory
-        try:
-            tmp = index.with_name(_temporary_name(index.name, "tmp"))
-            tmp.write_text(text)
-            os.replace(tmp, index)
-        except OSError:
-            pass        # the index only saves forming the equations next time
+    dependencies = watch.dependencies()
+    artifact = build_artifact(model, output_dir, force, progress, builtin=recipe.builtin is not None)
+    # recorded only if nothing changed while the model ran and was built
+    if dependencies.files.get(str(recipe.path)) == model_file and dependencies.problem() is None:
+        recipe.write(output_dir, dependencies, model.name, artifact.record["key"], identity)
     return artifact, formed
 
 
 def build(model, output_dir=None, force=False, progress=None):
-    """The whole pipeline: returns the imported generated module."""
-    artifact = build_artifact(model, output_dir, force, progress)
+    """The whole pipeline: returns the imported generated module.
+
+    ``model`` is a :class:`codegen.Model`, or ``"path/to/file.py:function"``
+    (a str or path) naming the function that returns one: then a build whose
+    recorded dependencies are unchanged is found without running the file
+    (:func:`build_file`), where a Model must be formed to be fingerprinted.
+    """
+    if isinstance(model, (str, os.PathLike)):
+        artifact, _ = build_file(model, output_dir, force, progress)
+    else:
+        artifact = build_artifact(model, output_dir, force, progress)
     module = load_package(artifact.package_dir)
     return module
 
@@ -181,6 +231,15 @@ def load_model_file(spec):
     an exception while the file runs or the function runs, a function that
     needs arguments) is a :class:`ModelError` naming the file, the function and
     what to do; the original exception is its ``__cause__``."""
+    path, function = _model_file(spec)
+    with _folder_on_path(path):
+        module = _run_model_file(path)
+        return _call_model_function(spec, path, module, function)
+
+
+def _model_file(spec):
+    """``(path, function)`` of ``path/to/file.py:function``, the file checked
+    to exist (a ModelError says what is wrong)."""
     path, _, function = str(spec).rpartition(":")
     if not path or not function:
         raise ModelError(f"expected path/to/file.py:function, got {spec!r}")
@@ -191,9 +250,7 @@ def load_model_file(spec):
         what = "a directory" if path.is_dir() else "not a regular file"
         raise ModelError(f"model file {path} is {what}: give the Python file that defines "
                          f"{function}(), as path/to/file.py:{function}")
-    with _folder_on_path(path):
-        module = _run_model_file(path)
-        return _call_model_function(spec, path, module, function)
+    return path, function
 
 
 @contextlib.contextmanager
@@ -228,6 +285,8 @@ def _call_model_function(spec, path, module, function):
                          "without arguments that calls it") from None
     except ValueError:      # no signature to inspect (a builtin): let the call decide
         pass
+    from .model import Model
+
     try:
         model = make()
     except Exception as error:

@@ -24,8 +24,8 @@ generated code: everything comes from SymPy's ``KanesMethod`` and ``Linearizer``
   coordinates then vary fast with the independent ones).
 * :meth:`KaneReference.local_state_space`, :meth:`KaneReference.descriptor`,
   :meth:`KaneReference.equilibrium`, :meth:`KaneReference.automatic_partition`
-  -- the reference of the rank-robust numeric stage (DESIGN.md section 3b,
-  issue 11): the multiplier form ``F + B_v^T lambda = 0`` with F the
+  -- the reference of the rank-revealing half of the procedure: the
+  multiplier form ``F + B_v^T lambda = 0`` with F the
   unconstrained Kane equations of the same bodies and loads (a second
   ``KanesMethod``), SVDs of J_c and B_v at the point, minimum-norm
   multipliers, the local state-space form in the null-space coordinates
@@ -363,11 +363,13 @@ class KaneReference:
 
     # -- multiplier form, local state-space form, descriptor form, equilibria ------------
     #
-    # The reference of issue 11 (DESIGN.md sections 3 and 3b). Everything below is
-    # NumPy on SymPy's equations: the unconstrained Kane equations of the same
-    # bodies and loads (:meth:`multiplier_equations`), lambdified once, and SVDs at
-    # the point. See :meth:`local_state_space` for the formulation (the spec of the
-    # generated C), :meth:`descriptor` for the descriptor form, :meth:`equilibrium`.
+    # The reference of the rank-revealing half (codegen/procedure.py describes what
+    # the generated C does; this is an independent route to the same numbers).
+    # Everything below is NumPy on SymPy's equations: the unconstrained Kane
+    # equations of the same bodies and loads (:meth:`multiplier_equations`),
+    # lambdified once, and NumPy's SVDs at the point. See :meth:`local_state_space`
+    # for the formulation, :meth:`descriptor` for the descriptor form,
+    # :meth:`equilibrium`.
 
     def multiplier_equations(self):
         """The equations of the multiplier form in plain symbols (formed once).
@@ -572,7 +574,7 @@ class KaneReference:
         thesis, ch. 3: y = V_2^T q; here also for the speeds), defined at
         regular and singular points alike.
 
-        **Chart** (``chart``; DESIGN.md section 3c): ``"auto"`` (the default,
+        **Chart** (``chart``): ``"auto"`` (the default,
         as the generated C): where J_c and B_v have full rank, a partition's
         chart written in orthonormal bases: the model's default partition
         where its blocks are well conditioned (:func:`_well_conditioned`),

@@ -77,13 +77,15 @@ class Operation:
     scale        the largest absolute value of ``initial`` and ``entries`` (of factor ``label``)
     check_pivot  return PIVOT_REJECTED unless ``pivot`` passes against the scale and ``others``
     check_rank   return PIVOT_REJECTED unless ``args`` (||L^-1||_F^2, ||J||_F^2) certify full rank
-    check_positive return PIVOT_REJECTED unless ``pivot`` > ``initial`` * ``value`` (before a square root)
-    check_at_most return PIVOT_REJECTED unless ``pivot`` <= ``initial``
+    check_positive return PIVOT_REJECTED unless ``pivot`` > the threshold ``label`` * ``value``
+                 (before a square root)
+    check_at_most return PIVOT_REJECTED unless ``pivot`` <= the threshold ``label``
     reject       return PIVOT_REJECTED (a structurally zero pivot)
     store        ``array[index] = value`` (workspace array, or the caller's if ``output``)
     check_finite NONFINITE_RESULT unless the workspace array's ``count`` entries are finite
     place_rows   the rows of A (B) into A_full (B_full), when asked for: ``outputs`` (A, A_full, width)
     check_outputs NONFINITE_RESULT unless the ``outputs`` (target, count) the caller asked for are finite
+    comment      the description ``label`` of the procedure's step whose operations follow
     """
 
     op: str
@@ -105,11 +107,6 @@ class Operation:
 
     def uses(self):
         return _temps(self.args + self.entries + self.others + (self.pivot, self.value))
-
-
-# the largest trace of I + K^T K (K: a partition's K_c or K_u) the local
-# chart's fast path accepts: its basis is orthonormal to about 1e-16 times it
-GRAM_LIMIT = 1e4
 
 
 class OverLimit(Exception):
@@ -249,6 +246,10 @@ class Trace:
             stores_after.setdefault(v, []).append(
                 Operation("store", defined_in[v], array="carried", index=slot[v].index, value=v))
         result = [[] for _ in range(count)]
+        # a comment stays only where code follows it (before the next comment)
+        kept = [o for o, after in zip(kept, kept[1:] + [None])
+                if o.op != "comment" or (after is not None and after.op != "comment"
+                                         and after.section == o.section)]
         for o in kept:
             if o.op == "store" and o in stores_after.get(o.value, ()):
                 continue
@@ -496,6 +497,8 @@ class StraightLine:
             for name in stage.reads_stored:
                 self._read_stored(name)
             for step in stage.steps:
+                if step.what:   # the step's description, a comment of the C
+                    trace.record("comment", label=step.what)
                 getattr(self, "_" + type(step).__name__)(step)
             self._store_results()
             return True
@@ -513,7 +516,10 @@ class StraightLine:
 
     def _rows_cols(self, view):
         start = self._size(view.row_start)
-        rows = range(start, start + self._size(view.row_count))
+        if view.row_index is not None:
+            rows = [start + i for i in self.index[view.row_index]]
+        else:
+            rows = range(start, start + self._size(view.row_count))
         if view.index is not None:
             cols = self.index[view.index]
         else:
@@ -592,21 +598,21 @@ class StraightLine:
         QR: L L^T = C^T C = I + K^T K, then N^T = L^-1 C^T. The pivots are at
         least 1 (the eigenvalues of I + K^T K are); the trace bounds the
         condition number of C^T C, and so the loss of orthogonality of N
-        (about DBL_EPSILON times it): above GRAM_LIMIT the general path
-        (Householder reflections) runs."""
+        (about DBL_EPSILON times it): above GRAM_LIMIT (procedure.THRESHOLDS)
+        the general path (Householder reflections) runs."""
         K, t = self.read(step.K), self.trace
         n = len(self.index[step.independent])
         gram = [[t.dot(((row[i], row[j]) for row in K), 1.0 if i == j else 0.0) if j <= i else 0.0
                  for j in range(n)] for i in range(n)]
         trace = diagonal_sum(t, gram)
         if not _is_const(trace):
-            t.record("check_at_most", pivot=trace, initial=GRAM_LIMIT)
+            t.record("check_at_most", pivot=trace, label="GRAM_LIMIT")
 
         def check(pivot):
             # at least 1 exactly; far below it only where rounding ruined the
             # factorization (then the general path)
             if not _is_const(pivot):
-                t.record("check_positive", pivot=pivot, value=1.0, initial=0.5)
+                t.record("check_positive", pivot=pivot, value=1.0, label="GRAM_PIVOT")
             return True
 
         low, inverse = traced_cholesky(t, gram, check)
@@ -652,7 +658,7 @@ class StraightLine:
                 return False
             # below 1e-12 ||J||_F^2 the bounds' ratio exceeds 1e6 (the check
             # below fails anyway): leave before the square root
-            t.record("check_positive", pivot=pivot, value=norm, initial=1e-12)
+            t.record("check_positive", pivot=pivot, value=norm, label="CERTIFICATE_FLOOR")
             return True
 
         factor = traced_cholesky(t, gram, check)
@@ -681,7 +687,7 @@ class StraightLine:
         N_q = self.read(View("N_qT", transposed=True))
         N_u = self.read(View("N_uT", transposed=True))
         C_1N_q = [[t.neg(x) for x in row]
-                  for row in self.read(View("minus_C1NqT", transposed=True))]
+                  for row in self.read(View("minus_C1Nq_T", transposed=True))]
         embedding = [row + [0.0] * nui for row in N_q] + [a + b for a, b in zip(C_1N_q, N_u)]
         outputs = []
         for target, matrix, width in (("A", self.values["A_local"], nx),
@@ -699,11 +705,29 @@ class StraightLine:
         rows, cols = self._rows_cols(step.out)
         self.write(step.out, [[0.0] * len(cols) for _ in rows])
 
+    def _Identity(self, step):
+        rows, cols = self._rows_cols(step.out)
+        self.write(step.out, [[1.0 if i == j else 0.0 for j in range(len(cols))]
+                              for i in range(len(rows))])
+
     def _Copy(self, step):
         source = self.read(step.source)
+        t = self.trace
         if step.negate:
-            source = [[self.trace.neg(x) for x in row] for row in source]
+            source = [[t.neg(x) for x in row] for row in source]
+        if step.accumulate:
+            source = [[t.add_mul(x, 1.0, y) for x, y in zip(old, new)]
+                      for old, new in zip(self.read(step.out), source)]
         self.write(step.out, source)
+
+    def _AddProduct(self, step):
+        result = [list(row) for row in self.read(step.out)]
+        a, b = self.read(step.a), self.read(step.b)
+        for i, row in enumerate(result):
+            for k in range(len(b)):
+                for j in range(len(row)):
+                    row[j] = self.trace.add_mul(row[j], a[i][k], b[k][j])
+        self.write(step.out, result)
 
     def _store_results(self):
         """Store the stage's results (the workspace arrays later stages read),

@@ -5,8 +5,11 @@
 ``LagrangesMethod`` its holonomic constraints and its equations without the
 multiplier terms in others (``_hol_coneqs``, ``_m_d``, ``_f_d``), and
 ``Linearizer`` keeps its partition and its lazy setup in others (``_qd``,
-``_setup_done``, ...). SymPy may rename or change them in any release, so
-codegen reads them only through the functions below, and only with a SymPy
+``_setup_done``, ...). :mod:`codegen.eom` forms Kane's and Lagrange's equations
+faster than these classes do and leaves them in the state their own methods
+leave them in: what it reads and writes of them is here too. SymPy may
+rename or change them in any release, so codegen reads (and writes) them only
+through the functions below, and only with a SymPy
 version these functions were checked with (:data:`TESTED_SYMPY`): another
 version raises :class:`UntestedSymPyError` on import, saying what to do.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import namedtuple
 
 import sympy as sm
 from sympy.physics.mechanics import dynamicsymbols
@@ -132,6 +136,64 @@ def velocity_constraints(kane):
     return f_nh + k_nh * sm.Matrix(kane.u)
 
 
+# What KanesMethod._form_fr and _form_frstar read (codegen.eom forms them again)
+KaneFormation = namedtuple("KaneFormation",
+                           "inertial u udep uaux udot qdot_u_map Ars bodies loads k_kqdot")
+
+
+def kane_formation_state(kane):
+    """The attributes of ``kane`` that forming Kane's equations reads."""
+    return KaneFormation(inertial=kane._inertial, u=kane.u, udep=kane._udep, uaux=kane._uaux,
+                         udot=kane._udot, qdot_u_map=kane._qdot_u_map, Ars=kane._Ars,
+                         bodies=kane._bodylist, loads=kane._forcelist, k_kqdot=kane._k_kqdot)
+
+
+def force_list(loads, frame):
+    """``(velocities, forces)`` of the loads, as KanesMethod and
+    LagrangesMethod parse them (the velocity of each point, the angular
+    velocity of each frame, in ``frame``)."""
+    from sympy.physics.mechanics.functions import _f_list_parser
+    return _f_list_parser(loads, frame)
+
+
+def store_kanes_equations(kane, bodies, loads, fr, frstar, k_d, f_d):
+    """Leave ``kane`` as ``kanes_equations(bodies, loads)`` leaves it (without
+    auxiliary speeds: see :func:`store_auxiliary_equations`)."""
+    kane._forcelist = loads
+    kane._fr = fr
+    kane._bodylist = bodies
+    kane._frstar = frstar
+    kane._k_d = k_d
+    kane._f_d = f_d
+
+
+def auxiliary_kanes_method(kane):
+    """The KanesMethod of the auxiliary speeds that ``kanes_equations`` makes
+    to form the auxiliary equations (its ``_km``)."""
+    from sympy.physics.mechanics import KanesMethod
+    if not kane._udep:
+        km = KanesMethod(kane._inertial, kane.q, kane._uaux, u_auxiliary=kane._uaux,
+                         constraint_solver=kane._constraint_solver)
+    else:
+        km = KanesMethod(kane._inertial, kane.q, kane._uaux, u_auxiliary=kane._uaux,
+                         u_dependent=kane._udep,
+                         velocity_constraints=(kane._k_nh * kane.u + kane._f_nh),
+                         acceleration_constraints=(kane._k_dnh * kane._udot + kane._f_dnh),
+                         constraint_solver=kane._constraint_solver)
+    km._qdot_u_map = kane._qdot_u_map
+    return km
+
+
+def store_auxiliary_equations(kane, km, fraux, frstaraux):
+    """As ``kanes_equations`` with auxiliary speeds: their equations follow
+    the others in Fr and Fr*; returns the new ``(Fr, Fr*)``."""
+    kane._km = km
+    kane._aux_eq = fraux + frstaraux
+    kane._fr = kane._fr.col_join(fraux)
+    kane._frstar = kane._frstar.col_join(frstaraux)
+    return kane._fr, kane._frstar
+
+
 # -- LagrangesMethod ----------------------------------------------------------------------
 
 
@@ -158,6 +220,49 @@ def lagrange_unconstrained_equations(lagrange):
     as ``form_lagranges_equations`` split them: ``mass_matrix`` is
     ``[M_d, -lam_coeffs^T]`` and ``forcing`` is ``F_d``."""
     return sm.Matrix(lagrange._m_d), sm.Matrix(lagrange._f_d)
+
+
+def lagrangian(lagrange):
+    """The Lagrangian L of a LagrangesMethod (an expression)."""
+    return lagrange._L[0]
+
+
+def lagrange_generalized_forces(lagrange):
+    """Q (n rows): the generalized forces of the LagrangesMethod's force list,
+    computed as ``form_lagranges_equations`` computes its fourth term."""
+    n = len(lagrange.q)
+    if not lagrange.forcelist:
+        return sm.zeros(n, 1)
+    frame = lagrange.inertial
+    term4 = sm.zeros(n, 1)
+    for i, qd in enumerate(lagrange._qdots):
+        flist = zip(*force_list(lagrange.forcelist, frame))
+        term4[i] = sum(v.diff(qd, frame).dot(f) for (v, f) in flist)
+    return term4
+
+
+def store_lagranges_equations(lagrange, term1, term2, term4, m_d, f_d, lam_coeffs, m_cd, f_cd):
+    """Leave ``lagrange`` as ``form_lagranges_equations()`` leaves it, given
+    its terms (``d/dt dL/dq'``, ``dL/dq``, Q), ``M_d``, ``F_d``, and for the
+    constraints ``coneqs`` the multiplier coefficients ``-d coneqs/dq'`` and
+    their time derivative's ``q''`` coefficients and remaining terms (``_m_cd``,
+    ``-_f_cd``; empty without constraints). Returns the equations of motion
+    (``eom``)."""
+    n = len(lagrange.q)
+    if lagrange.coneqs:
+        m = len(lagrange.coneqs)
+        lagrange.lam_vec = sm.Matrix(dynamicsymbols('lam1:' + str(m + 1)))
+        lagrange.lam_coeffs = lam_coeffs
+        lagrange._term3 = lagrange.lam_coeffs.T * lagrange.lam_vec
+        lagrange._m_cd = m_cd
+        lagrange._f_cd = f_cd
+    else:
+        lagrange._term3 = sm.zeros(n, 1)
+    lagrange._term1, lagrange._term2, lagrange._term4 = term1, term2, term4
+    lagrange._m_d = m_d
+    lagrange._f_d = f_d
+    lagrange.eom = term1 - term2 - term4 - lagrange._term3
+    return lagrange.eom
 
 
 # -- Linearizer --------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def disk_sources(disk_model):
 
 class Built:
     """A model, its compiled module and its SymPy/NumPy reference
-    (codegen.reference.KaneReference), for the tests of issue 11."""
+    (codegen.reference.KaneReference), shared by the tests that compare with it."""
 
     def __init__(self, model, compiled):
         from codegen.reference import KaneReference
@@ -58,7 +58,7 @@ class Built:
         return self.compiled.parameters(**values)
 
 
-# The seed models with their references, shared by the issue-11 test files
+# The seed models with their references, shared by several test files
 # (test_seed_models.py and test_reference_local.py define their own fixtures of
 # these names, which take precedence there).
 @pytest.fixture(scope="session")

@@ -51,7 +51,6 @@ PARTITIONS = [
     (None, [3, 3, 4], False),
 ]
 
-TAKES_R = ("linearize", "linearize_full", "state_derivative")
 DTYPES = ["float64", "float32", "int", "bool", "object", "complex", "complex_object"]
 LAYOUTS = ["C", "F", "strided", "reversed"]
 
@@ -201,12 +200,10 @@ def calls(draw):
 
 
 def arguments(function, q, u, r, p, t, partition):
-    """Positional and keyword arguments of ``function`` (each takes a subset)."""
+    """Positional and keyword arguments of ``function``: every one takes
+    (q, u, r, p, t); only some take a partition."""
     kwargs = {} if t is None else {"t": t}
-    if function in TAKES_R:
-        args = (q, u, r, p)
-    else:
-        args = (q, u, p)
+    args = (q, u, r, p)
     if function in ("linearize", "linearize_full", "complete"):
         kwargs.update(partition)
     return args, kwargs
@@ -224,7 +221,7 @@ def batch_shape_or_none(case):
     vectors = [real["q"].shape[:-1], real["u"].shape[:-1]]
     if isinstance(real.get("p"), np.ndarray):
         vectors.append(real["p"].shape[:-1])
-    if r is not None and function in TAKES_R:
+    if r is not None:
         vectors.append(r.shape[:-1])
     t_shape = np.shape(t) if t is not None else ()
     try:
@@ -271,8 +268,7 @@ def test_batch_calls_equal_point_calls_or_raise_codegen_errors(disk, case):
         t_point = None if t is None else float(np.broadcast_to(np.asarray(t, dtype=float), shape)[index])
         point = arguments(case["function"], one_point(real["q"], shape, index, 1),
                           one_point(real["u"], shape, index, 1),
-                          one_point(case["r"] if case["function"] in TAKES_R else None,
-                                    shape, index, 1),
+                          one_point(case["r"], shape, index, 1),
                           one_point(real.get("p"), shape, index, 1), t_point, case["partition"])
         try:
             expected[index] = function(*point[0], **point[1])

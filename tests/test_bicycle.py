@@ -56,7 +56,7 @@ def test_roll_steer_eigenvalues_match_the_benchmark(bicycle, v):
 
 def test_upright_point_is_consistent_and_other_modes_are_zero(bicycle):
     op = upright(4.0)
-    f_c, f_v = bicycle.constraint_residuals(op.q, op.u, op.p)
+    f_c, f_v = bicycle.constraint_residuals(op.q, op.u, p=op.p)
     assert np.abs(f_c).max() < 1e-14 and np.abs(f_v).max() < 1e-14
     A, _ = bicycle.linearize(*op)
     # the six other states (yaw, wheel angles, x, y, rear wheel rate) give zeros
@@ -144,7 +144,7 @@ GENERAL_POINTS = [
 @pytest.mark.parametrize("changed, kwargs", GENERAL_POINTS)
 def test_general_point_is_consistent_and_not_an_equilibrium(bicycle, kane_reference, changed, kwargs):
     op = codegen.operating_point("bicycle", "general", parameters=changed, **kwargs)
-    f_c, f_v = bicycle.constraint_residuals(op.q, op.u, op.p)
+    f_c, f_v = bicycle.constraint_residuals(op.q, op.u, p=op.p)
     assert np.abs(f_c).max() < 1e-13 and np.abs(f_v).max() < 1e-12
     # the module's own completion (generated Newton and solve) finds the same point
     q, u = bicycle.complete(op.q, op.u, p=op.p)

@@ -269,7 +269,7 @@ def test_build_reports_every_stage_at_a_terminal_and_is_quiet_in_a_pipe(tmp_path
     assert status == 0, output
     finished = re.findall(r"\r  \[ *[\d.]+ s\] ([^\r\n]*?)  \(([\d.]+) s\)", output)
     stages = [stage for stage, _ in finished]
-    for expected in ("forming the equations of disk", "constraint Jacobians",
+    for expected in ("forming the equations: disk.py", "constraint Jacobians",
                      "common subexpression elimination", "straight-line numeric stage",
                      "cython: translating the wrapper", "compiling disk.c and the wrapper",
                      "importing the compiled module"):

@@ -51,10 +51,10 @@ def test_state_order_matches_sympy(disk, disk_ref):
 
 def test_points_are_consistent_and_accelerating(disk, disk_ref, points):
     for q, u, p in points:
-        f_c, f_v = disk.constraint_residuals(q, u, p)
+        f_c, f_v = disk.constraint_residuals(q, u, p=p)
         assert np.abs(np.concatenate([f_c, f_v])).max() < 1e-12
         # codegen's own completion finds the same dependent values
-        q_c, u_c = disk.complete(q + np.r_[0, 0, 0, 0, 0, 0.05], np.r_[u[:3], 9.0, 9.0, 9.0], p)
+        q_c, u_c = disk.complete(q + np.r_[0, 0, 0, 0, 0, 0.05], np.r_[u[:3], 9.0, 9.0, 9.0], p=p)
         np.testing.assert_allclose(q_c, q, rtol=0, atol=1e-12)
         np.testing.assert_allclose(u_c, u, rtol=0, atol=1e-12)
         qd, ud = disk_ref.state_derivative(q, u, None, p)

@@ -216,7 +216,7 @@ def test_status_codes_have_one_source(disk, disk_sources):
         assert f"#define DISK_{status.macro_suffix} {status.code}\n" in header
         assert disk._kernel.status_message(status.code) == status.message
         if status.code:
-            assert runtime._EXCEPTION[status.code] is getattr(errors, status.exception)
+            assert runtime.diagnostics.EXCEPTIONS[status.code] is getattr(errors, status.exception)
 
 
 def test_one_procedure_gives_both_renderings(disk_sources):

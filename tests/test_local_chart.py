@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import codegen
+from codegen.runtime import kernel
 
 from conftest import MOVING_POINTS, moving_point
 from local_checks import assert_close, assert_eigenvalues_close, assert_same_local_form
@@ -29,8 +30,9 @@ SINGULAR_VALUES = dict(fourbar.DEFAULT_PARAMETERS, k=0.0, gravity_angle=0.0)
 def jacobians(compiled, q, u, p=None):
     """J_c and B_v at a point, exact (the kernel's evaluation)."""
     p = compiled.default_parameters if p is None else np.asarray(p, float)
-    return compiled._kernel.constraint_jacobians(0.0, np.asarray(q, float), np.asarray(u, float),
-                                                 np.zeros(compiled.nr), p)
+    point = dict(t=0.0, q=np.asarray(q, float), u=np.asarray(u, float), r=np.zeros(compiled.nr),
+                 p=p)
+    return kernel.constraint_jacobians(compiled._kernel, point)
 
 
 def gram_schmidt_basis(J, dependent):

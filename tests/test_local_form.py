@@ -352,7 +352,7 @@ def test_user_fourbar_singular_case(user_fourbar):
     l = 1.0
     q = [0.0, l, 0.0, 2 * l, 0.0]                   # flat: every rod on the x axis
     u = [0.0] * 5
-    f_c, f_v = c.constraint_residuals(q, u, p)
+    f_c, f_v = c.constraint_residuals(q, u, p=p)
     assert np.abs(np.concatenate([f_c, f_v])).max() == 0.0
     result = c.linearize_local(q, u, p=p)
     assert (result.rank_c, result.rank_v, result.nx, result.dof) == (3, 3, 4, 2)

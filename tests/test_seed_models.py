@@ -240,7 +240,7 @@ def test_fourbar_singular_flat_configuration(fourbar1):
     parameters = dict(built.defaults, k=0.0, gravity_angle=0.0)
     p = built.compiled.parameters(k=0.0, gravity_angle=0.0)
     q, u = fourbar.flat(parameters)
-    f_c, f_v = built.compiled.constraint_residuals(q, u, p)
+    f_c, f_v = built.compiled.constraint_residuals(q, u, p=p)
     assert np.abs(np.concatenate([f_c, f_v])).max() < 1e-15
     J_c = constraint_jacobian(built, q, p)
     assert np.linalg.matrix_rank(J_c, tol=1e-12) == 3 == built.compiled.nc - 1
@@ -515,7 +515,7 @@ def test_builtin_contract(request, name, module):
     assert np.all(np.isfinite(A))
     for point_name in module.OPERATING_POINTS:
         op = codegen.operating_point(name, point_name)
-        f_c, f_v = built.compiled.constraint_residuals(op.q, op.u, op.p)
+        f_c, f_v = built.compiled.constraint_residuals(op.q, op.u, p=op.p)
         assert np.abs(np.concatenate([f_c, f_v])).max() < 1e-12, point_name
     if hasattr(module, "expected_eigenvalues"):
         point_name, kwargs = module.DEFAULT_OPERATING_POINT

@@ -183,7 +183,7 @@ def test_rolling_disc_with_the_users_kinematic_solver_is_finite_upright(built):
             0.420109283790573, 1.45030568179066, -0.0110924422400793, -8.35617840186040,
             -0.154098542632173, -0.146102664410010]}
     for values, derivative in expected.items():
-        q, u = compiled.complete(values[:5], list(values[5:]) + [0.0, 0.0], p)
+        q, u = compiled.complete(values[:5], list(values[5:]) + [0.0, 0.0], p=p)
         qd, ud = compiled.state_derivative(q, u, p=p)
         np.testing.assert_allclose(np.concatenate([qd, ud]), derivative, rtol=0, atol=1e-10)
 

@@ -93,7 +93,7 @@ def test_operating_points_are_consistent_and_not_equilibria(case):
     for q, u, r, p, t in points(case):
         f_c, f_v = case.ref.residuals(q, u, p, t)
         assert np.abs(np.concatenate([f_c, f_v, [0.0]])).max() < 1e-12
-        f_c, f_v = case.compiled.constraint_residuals(q, u, p, t)
+        f_c, f_v = case.compiled.constraint_residuals(q, u, p=p, t=t)
         assert np.abs(np.concatenate([f_c, f_v, [0.0]])).max() < 1e-12
         qd, ud = case.ref.state_derivative(q, u, r, p, t)
         assert np.abs(ud).max() > 0.1, "the point should be accelerating"
@@ -195,9 +195,9 @@ def test_explicit_time_in_the_constraints(model_case):
     partial time derivative), so linearizing at t = 0 is refused."""
     c = model_case("driven_pendulum")
     q, u, r, p, t = c.source.operating_point(5, t=0.7)
-    f_c, f_v = c.compiled.constraint_residuals(q, u, p, t)
+    f_c, f_v = c.compiled.constraint_residuals(q, u, p=p, t=t)
     assert np.abs(f_c).max() < 1e-12 and np.abs(f_v).max() < 1e-12
-    f_c, f_v = c.compiled.constraint_residuals(q, u, p, t + 0.3)
+    f_c, f_v = c.compiled.constraint_residuals(q, u, p=p, t=t + 0.3)
     assert np.abs(f_c).max() > 1e-3
     with pytest.raises(ConstraintViolationError, match="f_c"):
         c.compiled.linearize(q, u, r, p, 0.0)
@@ -205,12 +205,12 @@ def test_explicit_time_in_the_constraints(model_case):
     # f_c at t and at the mirrored time pi/omega - t, the velocities do not
     omega = c.source.PARAMETERS["omega"]
     mirrored = np.pi / omega - t
-    f_c, f_v = c.compiled.constraint_residuals(q, u, p, mirrored)
+    f_c, f_v = c.compiled.constraint_residuals(q, u, p=p, t=mirrored)
     assert np.abs(f_c).max() < 1e-12 and np.abs(f_v).max() > 1e-3
     with pytest.raises(ConstraintViolationError, match=r"f_v\[0\]"):
         c.compiled.linearize(q, u, r, p, mirrored)
     # and A changes with t through the explicit time (same x_i, re-completed)
-    q2, u2 = c.compiled.complete(q, u, p, mirrored)
+    q2, u2 = c.compiled.complete(q, u, p=p, t=mirrored)
     A1, _ = c.compiled.linearize(q, u, r, p, t)
     A2, _ = c.compiled.linearize(q2, u2, r, p, mirrored)
     A2_ref, _ = c.ref.linearizer_AB(q2, u2, r, p, mirrored)

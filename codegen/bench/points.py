@@ -88,6 +88,6 @@ def benchmark_points(module, base, count=NPOINTS, seed=0, spread=0.1, jitter=1e-
     r[0] = np.asarray(r0, float) + centre_r
     p = np.asarray(p, float)
     t = np.full(count, float(t0))
-    q, u = module.complete(q, u, p, t)
+    q, u = module.complete(q, u, p=p, t=t)
     qd, ud = module.state_derivative(q, u, inputs_of(module, r), p, t)
     return Points(t, q, u, r, p, qd, ud)

@@ -56,8 +56,8 @@ def batch_threads(module):
     """Threads a large batch runs on by default (1 if the runtime does not split)."""
     if not supports_threads(module):
         return 1
-    from .. import runtime
-    return int(getattr(runtime, "_CORES", os.cpu_count() or 1))
+    from ..runtime import kernel
+    return int(getattr(kernel, "CORES", os.cpu_count() or 1))
 
 
 def _batch_arguments(module, points, size):

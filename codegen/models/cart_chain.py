@@ -13,6 +13,7 @@ import numpy as np
 import sympy as sm
 import sympy.physics.mechanics as me
 
+from ..eom import kanes_equations, kinematic_solver
 from ..model import Model
 
 DESCRIPTION = "n-link pendulum on a cart (scaling studies; make_model(n, closed))"
@@ -55,10 +56,13 @@ def make_model(n=3, closed=False):
         f_v = [joint.vel(N).dot(N.x)]
         kane = me.KanesMethod(N, q_ind=q[:-1], u_ind=u[:-1], kd_eqs=kinematic,
                               q_dependent=q[-1:], configuration_constraints=f_c,
-                              u_dependent=u[-1:], velocity_constraints=f_v)
+                              u_dependent=u[-1:], velocity_constraints=f_v,
+                              kd_eqs_solver=kinematic_solver)
     else:
-        kane = me.KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kinematic)
-    kane.kanes_equations(bodies, loads)
+        kane = me.KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kinematic, kd_eqs_solver=kinematic_solver)
+    # SymPy's kane.kanes_equations(bodies, loads), the same equations in less time
+    # (codegen.eom), and the multiplier form reuses its unconstrained equations
+    kanes_equations(kane, bodies, loads)
     symbols = {"mc": mc, "m": m, "l": l, "g": g, "x0": x0}
     parameters = {symbols[k]: v for k, v in DEFAULT_PARAMETERS.items()}  # x0 unused when open
     name = f"cart_chain{n}" + ("_closed" if closed else "")

@@ -97,13 +97,16 @@ Eigenvalues at ``equilibrium`` (+/- i omega, omega in rad/s, the first four):
 (the paper's Table 3 is not in our copy). The rigid limit, two thin rods:
 omega^2 = (3 -/+ 6/sqrt(7)) g/l, 1.340057 and 3.594335 (``rigid_limit``).
 
-Cost: SymPy's ``form_lagranges_equations`` dominates building this model and
-grows like n^2 (n_p = 1: 5 s, 2: 8 s, 5: 24 s, 10: 65 s of CPU on a busy
-2-core machine, against 4 to 8 s for derivation, code generation and
+Cost: SymPy's ``form_lagranges_equations`` took most of the build of this
+model and grew like n^2 (n_p = 1: 5 s, 2: 8 s, 5: 24 s, 10: 65 s of CPU on a
+busy 2-core machine, against 4 to 8 s for derivation, code generation and
 compilation): it substitutes q'' = 0 with ``subs``, whose structural
 comparisons walk the expressions once per coordinate, and differentiates the
-whole Lagrangian for every coordinate. Its result is kept per element count
-for the process, so ``make_model`` is slow only the first time.
+whole Lagrangian for every coordinate. The model forms Lagrange's equations
+with :func:`codegen.eom.lagranges_equations` instead (memoized derivatives in
+plain symbols, each shared subexpression differentiated once; equal to
+SymPy's to rounding): about 2 s for n_p = 10, half of it assembling the
+Lagrangian. The LagrangesMethod is kept per element count for the process.
 """
 
 import functools
@@ -113,6 +116,7 @@ from collections import namedtuple
 import sympy as sm
 import sympy.physics.mechanics as me
 
+from ..eom import lagranges_equations
 from ..model import Model
 
 DESCRIPTION = ("flexible double pendulum, floating frames with planar beam elements "
@@ -239,8 +243,7 @@ def make_model(elements=DEFAULT_ELEMENTS):
 def _lagranges_method(elements):
     """The LagrangesMethod of the system with its equations formed, the
     default dependent coordinates and the parameter symbols. Kept per element
-    count for the process: SymPy's form_lagranges_equations takes seconds to
-    minutes here (module docstring, "Cost"), and a Model only reads it."""
+    count for the process (module docstring, "Cost"): a Model only reads it."""
     t = me.dynamicsymbols._t
     symbols = {name: sm.Symbol(name) for name in DEFAULT_PARAMETERS}
     l, r, rho, E, g = (symbols[name] for name in DEFAULT_PARAMETERS)
@@ -295,7 +298,9 @@ def _lagranges_method(elements):
     f_c = [pin_o.dot(N.x), pin_o.dot(N.y), pin_P1.dot(N.x), pin_P1.dot(N.y),
            *q1_f[0:3], *q2_f[0:3]]                 # tangent frames at the first nodes
     lagrange = me.LagrangesMethod(lagrangian, q, hol_coneqs=f_c, frame=N)
-    lagrange.form_lagranges_equations()
+    # lagrange.form_lagranges_equations(), the same equations in a fraction of
+    # the time (codegen.eom; module docstring, "Cost")
+    lagranges_equations(lagrange)
 
     dependent = {f"{axis}{k}" for k in (1, 2) for axis in ("x", "y")}
     dependent |= {f"q{k}_{kind}1" for k in (1, 2) for kind in NODAL}

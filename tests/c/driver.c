@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include HEADER
@@ -66,7 +67,15 @@ static void print_vector(const char *label, const double *v, int n)
 int main(void)
 {
     static job serial, threaded_a, threaded_b;
-    F(workspace) work;
+    /* the largest workspace serves every function: &full->local.base for the
+       base family, &full->local for the local one; on the heap and never
+       initialized, so valgrind sees every read of a value no call wrote */
+    F(full_workspace) *full = malloc(sizeof *full);
+    F(workspace) *base = &full->local.base;
+    F(local_workspace) *local = &full->local;
+    /* a fresh workspace before each call that does not read the last one's */
+#define RENEW() do { free(full); full = malloc(sizeof *full); if (full == NULL) return 2; \
+                     base = &full->local.base; local = &full->local; } while (0)
     unsigned long state = 12345;
     double A_full[ROWS * C(NX) + 1], B_full[ROWS * C(NR) + 1], qd[C(NQ) + 1], ud[C(NU) + 1];
     double f_c[C(NC) + 1], f_v[C(NV) + 1], q[C(NQ) + 1];
@@ -79,7 +88,7 @@ int main(void)
         for (k = 0; k < C(NQ); ++k) q_points[i][k] = 0.6 * lcg(&state);
         for (k = 0; k < C(NU); ++k) u_points[i][k] = 2.0 * lcg(&state);
         for (k = 0; k < C(NR); ++k) r_points[i][k] = lcg(&state);
-        status = F(complete_point)(0.25, q_points[i], u_points[i], NULL, NULL, NULL, 1e-13, 50, &work);
+        status = F(complete_point)(0.25, q_points[i], u_points[i], NULL, NULL, NULL, 1e-13, 50, base);
         CHECK(status == C(OK), "complete_point");
         completed += status == C(OK);
         status = F(constraint_residuals)(0.25, q_points[i], u_points[i], NULL, f_c, f_v);
@@ -120,13 +129,15 @@ int main(void)
     }
 
     /* optional outputs: everything NULL but A_full, then qd/ud only */
+    RENEW();
     status = F(linearize)(0.25, q_points[0], u_points[0], r_points[0], NULL, NULL, NULL, 1e-8,
-                          NULL, NULL, A_full, B_full, qd, ud, &work);
+                          NULL, NULL, A_full, B_full, qd, ud, base);
     CHECK(status == C(OK), "linearize with full outputs");
     print_vector("A_full", A_full, ROWS * C(NX));
     print_vector("qd", qd, C(NQ));
     print_vector("ud", ud, C(NU));
-    status = F(state_derivative)(0.25, q_points[0], u_points[0], r_points[0], NULL, qd, ud, &work);
+    RENEW();
+    status = F(state_derivative)(0.25, q_points[0], u_points[0], r_points[0], NULL, qd, ud, base);
     CHECK(status == C(OK), "state_derivative");
     print_vector("state_derivative_ud", ud, C(NU));
 
@@ -140,70 +151,143 @@ int main(void)
         static double B_desc[C(NDESC) * (C(NR) + 1) + 1];
         double sigma[C(NC) + C(NV) + 1], sigma_alone[C(NC) + C(NV) + 1];
         int ranks[2], ranks_alone[2], dependent_q[C(NC) + 1], dependent_u[C(NV) + 1], nx;
+        RENEW();
         status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
-                                    A_local, B_local, T_local, ranks, NULL, NULL, &work);
+                                    A_local, B_local, T_local, ranks, NULL, NULL, local);
         CHECK(status == C(OK), "linearize_local");
         nx = (C(NQ) - ranks[0]) + (C(NU) - ranks[1]);
         print_vector("local_A", A_local, nx * nx);
         print_vector("local_B", B_local, nx * C(NR));
         print_vector("local_T", T_local, ROWS * nx);
-        status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
-                                    A_again, NULL, NULL, NULL, NULL, sigma, &work);
+        {   /* on a fresh workspace, never written: valgrind sees a read of
+               anything the call itself did not write (e.g. structural zeros) */
+            F(local_workspace) *fresh = malloc(sizeof *fresh);
+            if (fresh == NULL) return 2;
+            status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0,
+                                        1e-8, A_again, NULL, NULL, ranks_alone, NULL, sigma, fresh);
+            free(fresh);
+        }
         CHECK(status == C(OK), "linearize_local with sigma");
+        CHECK(ranks_alone[0] == ranks[0] && ranks_alone[1] == ranks[1], "ranks with sigma");
         CHECK(memcmp(A_again, A_local, nx * nx * sizeof(double)) == 0, "sigma changed A");
         print_vector("sigma", sigma, C(NC) + C(NV));
+        RENEW();
         status = F(constraint_singular_values)(0.25, q_points[0], u_points[0], NULL, -1.0,
-                                               ranks_alone, sigma_alone, &work);
+                                               ranks_alone, sigma_alone, NULL, NULL, local);
         CHECK(status == C(OK), "constraint_singular_values");
         CHECK(memcmp(sigma_alone, sigma, (C(NC) + C(NV)) * sizeof(double)) == 0, "sigma alone");
         CHECK(ranks_alone[0] == ranks[0] && ranks_alone[1] == ranks[1], "ranks alone");
         status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, 0.999, 1e-8,
-                                    A_local, B_local, T_local, ranks, NULL, sigma, &work);
+                                    A_local, B_local, T_local, ranks, NULL, sigma, local);
         CHECK(status == C(OK), "linearize_local, SVD path");
         {
             int unsteady[ROWS + 1], count;
+            RENEW();
             status = F(linearize_local)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0, 1e-8,
-                                        A_local, B_local, T_local, ranks, NULL, NULL, &work);
-            count = F(unsteady_states)(&work, NULL, A_local, T_local, 1e-6, unsteady);
+                                        A_local, B_local, T_local, ranks, NULL, NULL, local);
+            count = F(unsteady_states)(base, NULL, A_local, T_local, 1e-6, unsteady);
             CHECK(status == C(OK) && count >= 0, "unsteady_states after linearize_local");
+            RENEW();
             status = F(linearize_descriptor)(0.25, q_points[0], u_points[0], r_points[0], NULL, -1.0,
-                                             1e-8, E_desc, A_desc, B_desc, ranks, &work);
+                                             1e-8, E_desc, A_desc, B_desc, ranks, full);
             CHECK(status == C(OK), "linearize_descriptor");
-            count = F(unsteady_states)(&work, E_desc, A_desc, NULL, 1e-6, unsteady);
+            count = F(unsteady_states)(base, E_desc, A_desc, NULL, 1e-6, unsteady);
             CHECK(count >= 0, "unsteady_states after linearize_descriptor");
+            RENEW();
             status = F(linearize)(0.25, q_points[0], u_points[0], r_points[0], NULL, NULL, NULL, 1e-8,
-                                  NULL, NULL, NULL, NULL, NULL, NULL, &work);
-            count = F(unsteady_states)(&work, NULL, NULL, NULL, 1e-6, unsteady);
+                                  NULL, NULL, NULL, NULL, NULL, NULL, base);
+            count = F(unsteady_states)(base, NULL, NULL, NULL, 1e-6, unsteady);
             CHECK(status == C(OK) && count >= 0, "unsteady_states after linearize");
         }
+        RENEW();
         status = F(automatic_partition)(0.25, q_points[0], u_points[0], NULL, -1.0, 1, dependent_q,
-                                        dependent_u, ranks, &work);
+                                        dependent_u, ranks, local);
         CHECK(status == C(OK), "automatic_partition");
+    }
+
+    /* the constraint maps of the default partition: J_c C_0 = 0 and
+       B_v C_2 = 0 (C_0 = P_qi - P_qd K_c, C_2 = P_ui - P_ud K_u) */
+    {
+        static double J_c[C(NC) * C(NQ) + 1], J_vq[C(NV) * C(NQ) + 1], B_v[C(NV) * C(NU) + 1];
+        static double K_c[C(NC) * C(NQI) + 1], K_v[C(NV) * (C(NQ) + C(NUI)) + 1];
+        int k, j, l, dependent[C(NQ) + C(NU) + 1];
+        RENEW();
+        status = F(constraint_maps)(0.25, q_points[0], u_points[0], NULL, NULL, NULL, J_c, J_vq, B_v,
+                                    K_c, K_v, base);
+        CHECK(status == C(OK), "constraint_maps");
+        for (k = 0; k < C(NQ) + C(NU); ++k) dependent[k] = -1;
+        for (k = 0; k < C(NC); ++k) dependent[F(default_dependent_q)[k]] = k;
+        for (k = 0; k < C(NV); ++k) dependent[C(NQ) + F(default_dependent_u)[k]] = k;
+        for (k = 0; k < C(NC); ++k) {   /* row k of J_c C_0, column by independent coordinate */
+            int column = 0;
+            for (j = 0; j < C(NQ); ++j) {
+                double sum;
+                if (dependent[j] >= 0) continue;
+                sum = J_c[k * C(NQ) + j];
+                for (l = 0; l < C(NQ); ++l)
+                    if (dependent[l] >= 0) sum -= J_c[k * C(NQ) + l] * K_c[dependent[l] * C(NQI) + column];
+                CHECK(fabs(sum) <= 1e-9, "J_c C_0 = 0");
+                ++column;
+            }
+        }
+        print_vector("K_c", K_c, C(NC) * C(NQI));
+        print_vector("K_v", K_v, C(NV) * (C(NQ) + C(NUI)));
+    }
+
+    /* which blocks are finite (all of them here), and the workspace sizes */
+    {
+        int flags[C(NBLOCKS) + 1], k;
+        RENEW();
+        status = F(nonfinite_blocks)(0.25, q_points[0], u_points[0], r_points[0], NULL, flags, base);
+        CHECK(status == C(OK), "nonfinite_blocks");
+        for (k = 0; k < C(NBLOCKS); ++k) CHECK(flags[k] == 0, "a block is not finite");
+        CHECK(F(block_names)[C(NBLOCKS)] == NULL, "block names");
+        CHECK(F(workspace_size)("linearize") == sizeof(F(workspace)), "workspace_size linearize");
+        CHECK(F(workspace_size)("linearize_local") == sizeof(F(local_workspace)), "workspace_size local");
+        CHECK(F(workspace_size)("equilibrium") == sizeof(F(full_workspace)), "workspace_size full");
+        CHECK(F(workspace_size)("no such function") == 0, "workspace_size unknown");
+        CHECK(sizeof(F(workspace)) < sizeof(F(local_workspace)), "the base workspace is smaller");
+    }
+
+    /* an equilibrium from the first point with its speeds held */
+    {
+        double q_eq[C(NQ) + 1], u_eq[C(NU) + 1], residual = -1.0, rounding = -1.0;
+        int iterations = -1;
+        memcpy(q_eq, q_points[0], sizeof q_eq);
+        memcpy(u_eq, u_points[0], sizeof u_eq);
+        RENEW();
+        status = F(equilibrium)(0.25, q_eq, u_eq, r_points[0], NULL, NULL, NULL, -1.0, 1e-10, 0.5, 30,
+                                &iterations, &residual, &rounding, full);
+        CHECK(status == C(OK) || status == C(ERR_NO_CONVERGENCE) || status == C(ERR_NO_PROGRESS),
+              "equilibrium returns a status of the iteration");
+        CHECK(iterations >= 0 && residual >= 0.0 && rounding >= 0.0, "equilibrium's reports");
     }
 
     /* error paths: each must return its status code, never crash */
     memcpy(q, q_points[1], sizeof q);
     q[0] = NAN;
     CHECK(F(linearize)(0.25, q, u_points[1], r_points[1], NULL, NULL, NULL, 1e-8, serial.A[0],
-                       serial.B[0], NULL, NULL, NULL, NULL, &work) == C(ERR_NONFINITE_INPUT), "NaN input");
+                       serial.B[0], NULL, NULL, NULL, NULL, base) == C(ERR_NONFINITE_INPUT), "NaN input");
     CHECK(F(linearize)(INFINITY, q_points[1], u_points[1], r_points[1], NULL, NULL, NULL, 1e-8,
-                       NULL, NULL, NULL, NULL, NULL, NULL, &work) == C(ERR_NONFINITE_INPUT), "Inf time");
+                       NULL, NULL, NULL, NULL, NULL, NULL, base) == C(ERR_NONFINITE_INPUT), "Inf time");
     CHECK(F(linearize)(0.25, NULL, u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL, NULL,
-                       NULL, NULL, &work) == C(ERR_NULL_ARGUMENT), "NULL q");
+                       NULL, NULL, base) == C(ERR_NULL_ARGUMENT), "NULL q");
     CHECK(F(linearize)(0.25, q_points[1], u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL,
                        NULL, NULL, NULL, NULL) == C(ERR_NULL_ARGUMENT), "NULL workspace");
     if (C(NC) > 0) {
         int bad[C(NC) + 1];
         for (i = 0; i < C(NC); ++i) bad[i] = C(NQ);   /* out of range */
         CHECK(F(linearize)(0.25, q_points[1], u_points[1], NULL, NULL, bad, NULL, 1e-8, NULL, NULL,
-                           NULL, NULL, NULL, NULL, &work) == C(ERR_BAD_PARTITION), "bad partition");
+                           NULL, NULL, NULL, NULL, base) == C(ERR_BAD_PARTITION), "bad partition");
         memcpy(q, q_points[1], sizeof q);
         q[F(default_dependent_q)[0]] += 1e-3;
         CHECK(F(linearize)(0.25, q, u_points[1], NULL, NULL, NULL, NULL, 1e-8, NULL, NULL, NULL, NULL,
-                           NULL, NULL, &work) == C(ERR_CONFIGURATION_CONSTRAINT), "f_c violated");
+                           NULL, NULL, base) == C(ERR_CONFIGURATION_CONSTRAINT), "f_c violated");
     }
     for (i = 0; i <= 13; ++i) CHECK(F(status_message)(i) != NULL, "status message");
     CHECK(strcmp(F(q_names)[0], "") != 0 && F(q_names)[C(NQ)] == NULL, "names");
+    free(full);
+#undef RENEW
     printf("failures %d\n", failures);
     return failures != 0;
 }

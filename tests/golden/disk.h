@@ -28,7 +28,7 @@
  * Matrices are row-major: A[i * DISK_NX + j] is d(xdot_i)/d(x_j).
  *
  * Memory and threads: no function allocates memory or touches global or static
- * mutable state. All scratch memory is the caller's disk_workspace (treat its
+ * mutable state. All scratch memory is the caller's workspace (below; treat its
  * fields as private), so calls with distinct workspaces may run concurrently.
  *
  * Every function returns DISK_OK (0) or one of the status codes below; on
@@ -55,6 +55,7 @@ extern "C" {
 #define DISK_NW 9
 #define DISK_NL (DISK_NW - DISK_NU)   /* multipliers (0 unless the multiplier form) */
 #define DISK_NS (DISK_NQ + DISK_NU)   /* all states: the most states a local form has */
+#define DISK_ND (DISK_NW - DISK_NV)   /* dynamic equations: rows of B_u */
 /* variables of the descriptor form: dq, du, dlambda, mu, nu */
 #define DISK_NDESC (DISK_NQ + DISK_NU + DISK_NL + DISK_NC + DISK_NV)
 
@@ -102,6 +103,9 @@ extern "C" {
    residual is not differentiable. q and u hold the last iterate. */
 #define DISK_ERR_NO_PROGRESS 13
 
+/* Thresholds of the numerics (codegen/procedure.py, THRESHOLDS); each may be
+   overridden at compile time (-DDISK_<name>=...). */
+
 /* Pivots of the LU factorizations (partial pivoting) smaller than this times the
    largest absolute entry of the matrix count as singular. */
 #ifndef DISK_SINGULAR_RTOL
@@ -109,37 +113,88 @@ extern "C" {
 #endif
 
 /* With the default partition, the factorizations run as generated straight-line
-   code with a pivot order fixed at generation time (only the arithmetic the
-   sparsity of the matrices leaves). Each fixed pivot must be at least this
-   fraction of every other candidate in its column (threshold partial pivoting)
-   and pass the SINGULAR_RTOL test; if one does not, the call silently takes the
-   general path (dense LU with partial pivoting), which gives the same result to
-   rounding and reports singular matrices. 1.0 accepts only the pivots partial
-   pivoting would choose. */
+   code with a pivot order fixed at generation time. Each fixed pivot must be at
+   least this fraction of every other candidate in its column (threshold partial
+   pivoting) and pass the SINGULAR_RTOL test; if one does not, the call takes the
+   general path (LU with partial pivoting), which gives the same result to rounding
+   and reports singular matrices. 1.0 accepts only the pivots partial pivoting
+   would choose. */
 #ifndef DISK_PIVOT_TAU
 #define DISK_PIVOT_TAU 0.1
 #endif
 
 /* The local and descriptor forms and the automatic partition decide the rank of
-   J_c and B_v by their singular values: those above this times the largest
-   count (the default; each call may pass its own rank_tol). */
+   J_c and B_v by their singular values: those above this times the largest count
+   (the default; each call may pass its own rank_tol). */
 #ifndef DISK_RANK_RTOL
-#define DISK_RANK_RTOL 1e-9
+#define DISK_RANK_RTOL 1e-09
+#endif
+
+/* A partition block (J_c P_qd, B_v P_ud) is well conditioned where its condition
+   estimate (the Jacobian's largest entry over the smallest LU pivot) is at most 1
+   / CONDITION_RTOL: the straight-line code accepts a static pivot only above this
+   times the Jacobian's largest entry, the charts keep the model's partition where
+   its blocks are, and the Python module warns above it. */
+#ifndef DISK_CONDITION_RTOL
+#define DISK_CONDITION_RTOL 0.0001
 #endif
 
 /* equilibrium's Gauss-Newton steps are minimum-norm: singular values of its
-   Jacobian below this times the largest count as zero (directions along a
-   family of equilibria); only at the rounding level, as stiff models have
-   singular values many decades apart. */
+   Jacobian below this times the largest count as zero (directions along a family
+   of equilibria); only at the rounding level, as stiff models have singular values
+   many decades apart. */
 #ifndef DISK_NEWTON_RTOL
 #define DISK_NEWTON_RTOL 1e-13
 #endif
 
-/* The straight-line code accepts a static pivot of J_c P_qd or B_v P_ud only
-   above this times the Jacobian's largest entry; below it, the general path
-   runs and estimates the block's condition (disk_partition_condition). */
-#ifndef DISK_CONDITION_RTOL
-#define DISK_CONDITION_RTOL 1e-4
+/* The straight-line local chart orthonormalizes C = [I; -K] by Cholesky of C^T C =
+   I + K^T K, whose trace bounds its condition number and so the loss of
+   orthogonality (about DBL_EPSILON times it); above this trace the looped
+   rendering (Householder reflections) runs. */
+#ifndef DISK_GRAM_LIMIT
+#define DISK_GRAM_LIMIT 10000.0
+#endif
+
+/* The Cholesky pivots of I + K^T K are at least 1; one below this means rounding
+   ruined the factorization (then the looped rendering). */
+#ifndef DISK_GRAM_PIVOT
+#define DISK_GRAM_PIVOT 0.5
+#endif
+
+/* The straight-line certificate of full rank asks sigma_min / sigma_max of its
+   bounds to exceed this times rank_tol. */
+#ifndef DISK_CERTIFICATE_MARGIN
+#define DISK_CERTIFICATE_MARGIN 2.0
+#endif
+
+/* ... and the bounds' ratio sigma_max / sigma_min to stay below this, so that the
+   rounding of the Gram matrix J J^T cannot matter. */
+#ifndef DISK_CERTIFICATE_LIMIT
+#define DISK_CERTIFICATE_LIMIT 1000000.0
+#endif
+
+/* A Cholesky pivot of J J^T below this times ||J||_F^2 fails the certificate
+   before its square root. */
+#ifndef DISK_CERTIFICATE_FLOOR
+#define DISK_CERTIFICATE_FLOOR 1e-12
+#endif
+
+/* equilibrium halves a step at most this many times looking for a decrease of |R|
+   (down to 1e-12 of the Gauss-Newton step); none: no progress. */
+#ifndef DISK_HALVINGS
+#define DISK_HALVINGS 40
+#endif
+
+/* equilibrium's estimate of the rounding level of its residual: this times
+   DBL_EPSILON times the largest row of |dR/dx| |x|. */
+#ifndef DISK_ROUNDING_FACTOR
+#define DISK_ROUNDING_FACTOR 64.0
+#endif
+
+/* unsteady_states: an entry of A below this times A's largest is zero (a state no
+   equation depends on is ignorable). */
+#ifndef DISK_IGNORABLE_RTOL
+#define DISK_IGNORABLE_RTOL 1e-12
 #endif
 
 /* Names, in array order, each list terminated by NULL. */
@@ -153,233 +208,494 @@ extern const double disk_default_parameters[DISK_NP + 1];
 extern const int disk_default_dependent_q[DISK_NC + 1];
 extern const int disk_default_dependent_u[DISK_NV + 1];
 
-/* Scratch memory of every function. Allocate one per thread (it may live on the
-   stack: DISK_WORKSPACE_SIZE bytes); no initialization needed. */
+/* The blocks of the equations, in the order a linearization evaluates them
+   (the flags of disk_nonfinite_blocks), terminated by NULL. */
+#define DISK_NBLOCKS 17
+extern const char *const disk_block_names[DISK_NBLOCKS + 1];
+
+/*
+ * Workspaces: the scratch memory of the functions, one per thread (it may live
+ * on the stack; no initialization needed; treat the fields as private). There
+ * are three, each containing the one before it, so a larger one serves the
+ * functions of the smaller ones (pass &work.base, or &work.local.base):
+ *   disk_workspace               linearize, the state derivative, completion, the constraint maps
+ *   disk_local_workspace         the local form, singular values, the automatic partition (SVDs, null spaces, charts)
+ *   disk_full_workspace          the descriptor form and equilibria (projectors, Gauss-Newton)
+ * A controller that calls only disk_linearize carries only the first.
+ */
 typedef struct disk_workspace {
-    double f_c[DISK_NC + 1], f_v[DISK_NV + 1];
-    double J_c[DISK_NC * DISK_NQ + 1], J_vq[DISK_NV * DISK_NQ + 1];
+    double f_c[DISK_NC * 1 + 1];
+    double f_v[DISK_NV * 1 + 1];
+    double J_c[DISK_NC * DISK_NQ + 1];
+    double J_vq[DISK_NV * DISK_NQ + 1];
     double B_v[DISK_NV * DISK_NU + 1];
-    double M_qq[DISK_NQ * DISK_NQ + 1], kinematic_residual[DISK_NQ + 1];
-    double M_uu[DISK_NW * DISK_NW + 1], speed_residual[DISK_NW + 1];
-    double qd[DISK_NQ + 1], ud[DISK_NW + 1];
-    double A_qq[DISK_NQ * DISK_NQ + 1], A_qu[DISK_NQ * DISK_NU + 1];
-    double M_uq[DISK_NW * DISK_NQ + 1], A_uq[DISK_NW * DISK_NQ + 1];
+    double M_qq[DISK_NQ * DISK_NQ + 1];
+    double kinematic_residual[DISK_NQ * 1 + 1];
+    double qd[DISK_NQ * 1 + 1];
+    double M_uu[DISK_NW * DISK_NW + 1];
+    double speed_residual[DISK_NW * 1 + 1];
+    double ud[DISK_NW * 1 + 1];
+    double A_qq[DISK_NQ * DISK_NQ + 1];
+    double A_qu[DISK_NQ * DISK_NU + 1];
+    double M_uq[DISK_NW * DISK_NQ + 1];
+    double A_uq[DISK_NW * DISK_NQ + 1];
     double A_uu[DISK_NW * DISK_NU + 1];
-    double B_u[(DISK_NW - DISK_NV) * DISK_NR + 1];
-    double Jc_dependent[DISK_NC * DISK_NC + 1], Bv_dependent[DISK_NV * DISK_NV + 1];
-    double K_c[DISK_NC * DISK_NQI + 1], K_v[DISK_NV * (DISK_NQ + DISK_NUI) + 1];
-    double T_q[DISK_NQ * DISK_NQ + 1], T_u[DISK_NW * DISK_NQ + 1];
+    double B_u[DISK_ND * DISK_NR + 1];
+    double Jc_dependent[DISK_NC * DISK_NC + 1];
+    double Bv_dependent[DISK_NV * DISK_NV + 1];
+    double K_c[DISK_NC * DISK_NQI + 1];
+    double K_v[DISK_NV * (DISK_NQ + DISK_NUI) + 1];
+    double Ahat_q[DISK_NQ * DISK_NQ + 1];
+    double Ahat_u[DISK_NW * DISK_NQ + 1];
     double A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
-    double A[DISK_NX * DISK_NX + 1], B[DISK_NX * DISK_NR + 1];
-    /* the local form in a partition's chart (codegen/procedure.py, _local_chart) */
-    double N_qT[DISK_NQI * DISK_NQ + 1];
-    double N_uT[DISK_NUI * DISK_NU + 1];
-    double L_chart_q[DISK_NQI * DISK_NQI + 1];
-    double L_chart_u[DISK_NUI * DISK_NUI + 1];
-    double KN[DISK_NV * DISK_NQI + 1];
-    double W[DISK_NUI * DISK_NQI + 1];
-    double minus_C1NqT[DISK_NQI * DISK_NU + 1];
-    double HT[DISK_NX * DISK_NX + 1];
-    double GA[DISK_NX * DISK_NX + 1];
-    double A_local[DISK_NX * DISK_NX + 1];
-    double B_local[DISK_NX * DISK_NR + 1];
-    double r_zero[DISK_NR + 1];
+    double A[DISK_NX * DISK_NX + 1];
+    double B[DISK_NX * DISK_NR + 1];
+    double r_zero[DISK_NR + 1];   /* the inputs where r is NULL */
     /* common subexpressions and factors one stage computes and a later one uses */
     double carried[75 + 1];
-    /* condition estimates of J_c P_qd and B_v P_ud of the last call (0: not
-       estimated, below the warning level); read with disk_partition_condition */
+    /* condition estimates of J_c P_qd and B_v P_ud (disk_partition_condition) */
     double condition[2];
-    /* the local and descriptor forms: SVDs of J_c, B_v and of the reduced
-       speed system, the ranks, C_1 = -B_v^+ J_vq, the embedding T, A' in the
-       local states, scratch; and the equilibrium's Newton iteration */
-    double svd_c[DISK_NC * DISK_NQ + 1], svd_c_v[DISK_NQ * DISK_NQ + 1];
-    double sigma_c[DISK_NQ + 1];
-    double svd_v[DISK_NV * DISK_NU + 1], svd_v_v[DISK_NU * DISK_NU + 1];
-    double sigma_v[DISK_NU + 1];
-    double svd_w[DISK_NW * DISK_NW + 1], svd_w_v[DISK_NW * DISK_NW + 1];
-    double sigma_w[DISK_NW + 1];
-    double C_1[DISK_NU * DISK_NQ + 1], embedding[DISK_NS * DISK_NS + 1];
-    double local_full[(DISK_NQ + DISK_NW) * (DISK_NS + DISK_NR) + 1];
-    double projector_c[DISK_NC * DISK_NC + 1], projector_v[DISK_NV * DISK_NV + 1];
-    double scratch[(DISK_NS + 3 * DISK_NW) * (DISK_NS + DISK_NR + 1) + 1];
-    double newton_jacobian[(DISK_NC + DISK_NV + DISK_NU) * DISK_NS + 1];
-    double newton_v[DISK_NS * DISK_NS + 1], newton_sigma[DISK_NS + 1];
-    double newton_residual[DISK_NC + DISK_NV + DISK_NU + 1];
-    double newton_step[DISK_NS + 1], newton_work[DISK_NS + 1];
-    double trial_q[DISK_NQ + 1], trial_u[DISK_NU + 1];
-    double chart_rates[DISK_NS + 1];
+    double rank_tol;
+    double chart_rates[DISK_NS + 1];   /* the rates of the last result's states */
     int active_rows[DISK_NDESC + 1];
-    int chart, last;   /* the chart of the last local form; the last result (for unsteady_states) */
-    int rank_c, rank_v;
+    /* the chart of the last local form, the last result (for unsteady_states), the
+       ranks of J_c and B_v, whether charts keep the model's partition */
+    int chart, last, rank_c, rank_v, keep_default;
     int straight_line_kinematic_rates, straight_line_dynamic_rates;
-    int pivot_qq[DISK_NQ + 1], pivot_uu[DISK_NW + 1];
-    int pivot_c[DISK_NC + 1], pivot_v[DISK_NV + 1];
+    int pivot_qq[DISK_NQ * 1 + 1];
+    int pivot_uu[DISK_NW * 1 + 1];
+    int pivot_c[DISK_NC * 1 + 1];
+    int pivot_v[DISK_NV * 1 + 1];
     int dependent_q[DISK_NC + 1], independent_q[DISK_NQI + 1];
     int dependent_u[DISK_NV + 1], independent_u[DISK_NUI + 1];
 } disk_workspace;
 
+typedef struct disk_local_workspace {
+    disk_workspace base;
+    double N_qT[DISK_NQI * DISK_NQ + 1];
+    double N_uT[DISK_NUI * DISK_NU + 1];
+    double L_chart_q[DISK_NQI * DISK_NQI + 1];
+    double L_chart_u[DISK_NUI * DISK_NUI + 1];
+    double Kq_Nq[DISK_NV * DISK_NQI + 1];
+    double chart_coupling[DISK_NUI * DISK_NQI + 1];
+    double minus_C1Nq_T[DISK_NQI * DISK_NU + 1];
+    double H_T[DISK_NX * DISK_NX + 1];
+    double G_A[DISK_NX * DISK_NX + 1];
+    double A_local[DISK_NX * DISK_NX + 1];
+    double B_local[DISK_NX * DISK_NR + 1];
+    double svd_c[DISK_NC * DISK_NQ + 1];
+    double svd_c_v[DISK_NQ * DISK_NQ + 1];
+    double sigma_c[DISK_NQ * 1 + 1];
+    double svd_v[DISK_NV * DISK_NU + 1];
+    double svd_v_v[DISK_NU * DISK_NU + 1];
+    double sigma_v[DISK_NU * 1 + 1];
+    double svd_rows_c[DISK_NQ * DISK_NC + 1];
+    double svd_rows_c_v[DISK_NC * DISK_NC + 1];
+    double sigma_rows_c[DISK_NC * 1 + 1];
+    double svd_rows_v[DISK_NU * DISK_NV + 1];
+    double svd_rows_v_v[DISK_NV * DISK_NV + 1];
+    double sigma_rows_v[DISK_NV * 1 + 1];
+    double speed_system[DISK_ND * DISK_NW + 1];
+    double svd_speed[DISK_ND * DISK_NW + 1];
+    double svd_speed_v[DISK_NW * DISK_NW + 1];
+    double sigma_speed[DISK_NW * 1 + 1];
+    double speed_particular[DISK_NU * (DISK_NS + DISK_NR + 1) + 1];
+    double speed_reduced[DISK_NW * (DISK_NS + DISK_NR + 1) + 1];
+    double T_partition[DISK_NS * DISK_NX + 1];
+    double rates_partition[(DISK_NQ + DISK_NW) * DISK_NX + 1];
+    double Kq_C0[DISK_NV * DISK_NQI + 1];
+    double C_1[DISK_NU * DISK_NQ + 1];
+    double T_null[DISK_NS * DISK_NS + 1];
+    double rates_null[(DISK_NQ + DISK_NW) * DISK_NS + 1];
+    double scratch[(DISK_NS + DISK_NW + DISK_NW + DISK_NW) * (DISK_NS + DISK_NR + 1) + 1];
+    int rank_speed, rank_rows_c, rank_rows_v;   /* the ranks of the speed-level system, J_c^T, B_v^T */
+} disk_local_workspace;
+
+typedef struct disk_full_workspace {
+    disk_local_workspace local;
+    double projector_c[DISK_NC * DISK_NC + 1];
+    double projector_v[DISK_NV * DISK_NV + 1];
+    double rates_identity[(DISK_NQ + DISK_NW) * DISK_NS + 1];
+    double newton_residual[(DISK_NC + DISK_NV + DISK_NU) * 1 + 1];
+    double newton_jacobian[(DISK_NC + DISK_NV + DISK_NU) * DISK_NS + 1];
+    double turning[DISK_NU * DISK_NQ + 1];
+    double normal[DISK_NV * 1 + 1];
+    double newton_v[DISK_NS * DISK_NS + 1];
+    double newton_sigma[DISK_NS * 1 + 1];
+    double newton_step[DISK_NS * 1 + 1];
+    double trial_q[DISK_NQ * 1 + 1];
+    double trial_u[DISK_NU * 1 + 1];
+    int unknown_count, unknowns[DISK_NS + 1];   /* equilibrium's unknowns: q then NQ + u */
+} disk_full_workspace;
+
+/* bytes of each workspace */
 #define DISK_WORKSPACE_SIZE (sizeof(disk_workspace))
+#define DISK_LOCAL_WORKSPACE_SIZE (sizeof(disk_local_workspace))
+#define DISK_FULL_WORKSPACE_SIZE (sizeof(disk_full_workspace))
+
+/* The bytes of the workspace the function named (e.g. "linearize_local"); 0 for
+   an unknown name. For callers that allocate by name (FFI, plug-ins). */
+unsigned long disk_workspace_size(const char *function);
 
 /*
- * Linearize at the operating point (t, q, u, r, p).
- *   r: DISK_NR inputs, or NULL for zero inputs. p: NULL for the defaults.
- *   dependent_q, dependent_u: the partition, or NULL for the default.
- *   tol: largest accepted |f_c|_inf and |f_v|_inf at the point; negative skips the check.
- * Outputs (each may be NULL):
- *   A       DISK_NX x DISK_NX, B DISK_NX x DISK_NR: d x/dt = A x + B r.
- *   A_full  (DISK_NQ + DISK_NU) x DISK_NX, B_full (DISK_NQ + DISK_NU) x DISK_NR:
- *           the derivatives of all coordinates and speeds (rows q then u) with
- *           respect to the independent states and the inputs; rows of dependent
- *           quantities serve output and measurement equations.
- *   qd, ud  qd* (DISK_NQ) and ud* (DISK_NU) at the point.
+ * Linearize at the operating point (t, q, u, r, p) with a partition: d x/dt = A
+ * x + B r in the independent states x = [q_i, u_i] (the perturbations about the
+ * point). The default partition runs as straight-line code with static pivots;
+ * another partition, or a static pivot that fails its check, takes the general
+ * path (LU with partial pivoting; the same result to rounding).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   dependent_q      NC, or NULL: the dependent coordinates (NULL: the model's
+ *                    default)
+ *   dependent_u      NV, or NULL: the dependent speeds (NULL: the model's
+ *                    default)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   A (out)          NX x NX, or NULL: d x/dt = A x + B r
+ *   B (out)          NX x NR, or NULL
+ *   A_full (out)     NS x NX, or NULL: the derivatives of all coordinates and
+ *                    speeds (rows q then u) with respect to the independent
+ *                    states; rows of dependent quantities serve output and
+ *                    measurement equations
+ *   B_full (out)     NS x NR, or NULL: ... and to the inputs
+ *   qd (out)         NQ, or NULL: qd* at the point
+ *   ud (out)         NU, or NULL: ud* at the point
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians, partition, solution.
  */
-int disk_linearize(double t, const double *q, const double *u, const double *r,
-        const double *p, const int *dependent_q, const int *dependent_u, double tol,
-        double *A, double *B, double *A_full, double *B_full, double *qd, double *ud,
-        disk_workspace *work);
+int disk_linearize(double t, const double *q, const double *u, const double *r, const double *p,
+        const int *dependent_q, const int *dependent_u, double tol, double *A, double *B,
+        double *A_full, double *B_full, double *qd, double *ud, disk_workspace *work);
 
-/* qd* (DISK_NQ) and ud* (DISK_NU): the state derivative of all coordinates and
-   speeds at (t, q, u, r, p). The point should satisfy the constraints (not checked). */
+/*
+ * qd* and ud*, the state derivative of all coordinates and speeds at (t, q, u,
+ * r, p). The point should satisfy the constraints (not checked).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   qd (out)         NQ, or NULL: qd*
+ *   ud (out)         NU, or NULL: ud*
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates.
+ */
 int disk_state_derivative(double t, const double *q, const double *u, const double *r,
         const double *p, double *qd, double *ud, disk_workspace *work);
 
-/* Constraint residuals f_c (DISK_NC) and f_v (DISK_NV) at (t, q, u, p); either may be NULL. */
+/*
+ * The constraint residuals f_c and f_v at (t, q, u, p).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   f_c (out)        NC, or NULL: f_c(q, t)
+ *   f_v (out)        NV, or NULL: f_v(q, u, t)
+ *
+ * Stages (codegen/procedure.py): residuals.
+ */
 int disk_constraint_residuals(double t, const double *q, const double *u, const double *p,
         double *f_c, double *f_v);
 
-/* Complete an operating point in place: the dependent coordinates of q by Newton's
-   method on f_c (starting from the values in q) until |f_c|_inf <= tol, at most
-   max_iter iterations; then the dependent speeds of u from f_v = 0 (exact: f_v is
-   linear in u). The independent entries are not changed. */
-int disk_complete_point(double t, double *q, double *u, const double *p,
-        const int *dependent_q, const int *dependent_u, double tol, int max_iter,
-        disk_workspace *work);
+/*
+ * Complete an operating point in place: the dependent coordinates of q by
+ * Newton's method on f_c (starting from the values in q) until |f_c|_inf <=
+ * tol, at most max_iter iterations; then the dependent speeds of u from f_v = 0
+ * (exact: f_v is linear in u). The independent entries are not changed.
+ *
+ *   t                time
+ *   q (in/out)       NQ: coordinates, completed in place
+ *   u (in/out)       NU: speeds, completed in place
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   dependent_q      NC, or NULL: the dependent coordinates (NULL: the model's
+ *                    default)
+ *   dependent_u      NV, or NULL: the dependent speeds (NULL: the model's
+ *                    default)
+ *   tol              the largest accepted |f_c|_inf
+ *   max_iter         the most Newton iterations
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * partition_conditions.
+ */
+int disk_complete_point(double t, double *q, double *u, const double *p, const int *dependent_q,
+        const int *dependent_u, double tol, int max_iter, disk_workspace *work);
 
 /*
- * The local state-space form (Spencer's name) at (t, q, u, r, p): defined at
+ * The constraint Jacobians and a partition's maps at (t, q, u, p): J_c = d
+ * f_c/d q, J_vq = d f_v/d q, B_v = d f_v/d u, and K_c, K_v, from which the
+ * admissible perturbations follow exactly: dq = C_0 dq_i, du = C_1 dq + C_2
+ * du_i with C_0 = P_qi - P_qd K_c, C_1 = -P_ud K_q, C_2 = P_ui - P_ud K_u (K_v
+ * = [K_q, K_u]; P_.. the columns of the identity of the partition's index
+ * sets). The point is not checked against the constraints.
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   dependent_q      NC, or NULL: the dependent coordinates (NULL: the model's
+ *                    default)
+ *   dependent_u      NV, or NULL: the dependent speeds (NULL: the model's
+ *                    default)
+ *   J_c (out)        NC x NQ, or NULL: d f_c/d q
+ *   J_vq (out)       NV x NQ, or NULL: d f_v/d q
+ *   B_v (out)        NV x NU, or NULL: d f_v/d u
+ *   K_c (out)        NC x NQI, or NULL: (J_c P_qd)^-1 J_c P_qi
+ *   K_v (out)        NV x (NQ + NUI), or NULL: [K_q, K_u] = (B_v P_ud)^-1
+ *                    [J_vq, B_v P_ui]
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians, partition.
+ */
+int disk_constraint_maps(double t, const double *q, const double *u, const double *p,
+        const int *dependent_q, const int *dependent_u, double *J_c, double *J_vq, double *B_v,
+        double *K_c, double *K_v, disk_workspace *work);
+
+/*
+ * Which blocks of the equations hold NaN or Inf at (t, q, u, r, p), evaluated
+ * in the order of a linearization (the constraint check skipped; for error
+ * messages). flags: one per name of <model>_block_names (1: not finite; blocks
+ * after a failed solve are not reached and stay 0).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   flags (out)      NBLOCKS: 1 for each block that holds NaN or Inf
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians.
+ */
+int disk_nonfinite_blocks(double t, const double *q, const double *u, const double *r,
+        const double *p, int *flags, disk_workspace *work);
+
+/*
+ * The local state-space form (Spencer's name) at (t, q, u, r, p), defined at
  * regular and singular configurations alike. With orthonormal bases N_q of the
  * null space of J_c (NQ - rank_c columns) and N_u of that of B_v (NU - rank_v),
- * the admissible perturbations are
- *     dq = N_q y,   du = N_u z + C_1 dq,   C_1 = -B_v^+ J_vq,
- * and x = [y, z] obeys d x/dt = A x + B r. Ranks count the singular values
- * above rank_tol times the largest (rank_tol <= 0: DISK_RANK_RTOL). tol:
- * as for linearize.
- * The chart (which linearization A is, where the point is not an equilibrium):
- *   - where J_c and B_v have full rank, a partition's: the model's default
- *     where its blocks are well conditioned (condition estimate at most
- *     1 / CONDITION_RTOL), else the pivot columns of a column-pivoted QR
- *     (the partition disk_automatic_partition chooses). A is that
- *     partition's linearization (linearize's A for it) in the bases N_q =
- *     C_0 L_q^-T, N_u = C_2 L_u^-T (C_0 = N_q L_q^T: the Gram-Schmidt
- *     orthonormalization of the partition's independent directions, in the
- *     order of the independent coordinates and speeds; they vary smoothly
- *     along a path): A = G A_p G^-1, the same eigenvalues, at steady motions
- *     too;
- *   - where a rank dropped (no partition exists), the null spaces' from SVDs,
- *     with qd*, ud* and the multipliers the minimum-norm (pseudo-inverse)
- *     solution: the rates of all coordinates and speeds projected onto the
- *     null spaces.
- * Outputs (each may be NULL; nx = (NQ - ranks[0]) + (NU - ranks[1]), packed
- * row-major with nx columns):
- *   A  nx x nx (a buffer of DISK_NS^2), B nx x NR (a buffer of NS * NR),
- *   T  the embedding [dq; du] = T x: NS x nx = [[N_q, 0], [C_1 N_q, N_u]] (NS^2),
- *   ranks  [rank of J_c, rank of B_v],
- *   chart  NC + NV ints: the dependent coordinates, then speeds (ascending) of
- *          the chart's partition; all -1 in the null spaces' chart,
- *   sigma  the singular values of J_c (NC, decreasing), then of B_v (NV);
- *          two small SVDs where the chart came from straight-line code: pass
- *          NULL when they are not needed.
+ * the admissible perturbations are dq = N_q y, du = N_u z + C_1 dq, C_1 =
+ * -B_v^+ J_vq, and x = [y, z] obeys d x/dt = A x + B r. The chart (which
+ * linearization A is, where the point is not an equilibrium): where J_c and B_v
+ * have full rank, a partition's: the model's default where its blocks are well
+ * conditioned (condition estimate at most 1 / CONDITION_RTOL), else the pivot
+ * columns of a column-pivoted QR (automatic_partition's choice). A is that
+ * partition's linearization (linearize's A for it) in the bases N_q = C_0
+ * L_q^-T, N_u = C_2 L_u^-T (the Gram-Schmidt orthonormalization of the
+ * partition's independent directions, in their order; smooth along a path): A =
+ * G A_p G^-1, the same eigenvalues, at steady motions too. Where a rank dropped
+ * (no partition exists), the null spaces' from SVDs, with qd*, ud* and the
+ * multipliers the minimum-norm (pseudo-inverse) solution: the rates of all
+ * coordinates and speeds projected onto the null spaces. Outputs are packed
+ * row-major with nx = (NQ - ranks[0]) + (NU - ranks[1]) columns in buffers of
+ * the largest size.
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   rank_tol         singular values of J_c, B_v above rank_tol times the
+ *                    largest count for the ranks (<= 0: RANK_RTOL)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   A (out)          NS x NS, or NULL: nx x nx
+ *   B (out)          NS x NR, or NULL: nx x NR
+ *   T (out)          NS x NS, or NULL: the embedding [dq; du] = T x: NS x nx =
+ *                    [[N_q, 0], [C_1 N_q, N_u]]
+ *   ranks (out)      2, or NULL: [rank of J_c, rank of B_v]
+ *   chart (out)      (NC + NV), or NULL: the dependent coordinates, then speeds
+ *                    (ascending) of the chart's partition; all -1 in the null
+ *                    spaces' chart
+ *   sigma (out)      (NC + NV), or NULL: the singular values of J_c (NC,
+ *                    decreasing), then of B_v (NV); two small SVDs where the
+ *                    chart came from straight-line code: NULL when not needed
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians, partition, solution, local_chart,
+ * constraint_svds, null_space_rates, default_conditions, chart_partition,
+ * partition_rates, null_space_chart.
  */
 int disk_linearize_local(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *A, double *B, double *T,
-        int *ranks, int *chart, double *sigma, disk_workspace *work);
+        int *ranks, int *chart, double *sigma, disk_local_workspace *work);
 
-/* The singular values of J_c (NC, decreasing) and B_v (NV) at (t, q, u, p)
-   into sigma, and ranks (may be NULL) as linearize_local decides them; the
-   same numbers as linearize_local's sigma, evaluating only the constraints. */
-int disk_constraint_singular_values(double t, const double *q, const double *u,
-        const double *p, double rank_tol, int *ranks, double *sigma,
-        disk_workspace *work);
+/*
+ * The singular values of J_c and B_v at (t, q, u, p), and the ranks as
+ * linearize_local decides them; the same numbers as linearize_local's sigma,
+ * evaluating only the constraints.
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   rank_tol         singular values of J_c, B_v above rank_tol times the
+ *                    largest count for the ranks (<= 0: RANK_RTOL)
+ *   ranks (out)      2, or NULL: [rank of J_c, rank of B_v]
+ *   sigma (out)      (NC + NV): the singular values of J_c (NC, decreasing),
+ *                    then of B_v (NV)
+ *   U_c (out)        NC x NC, or NULL: the left singular vectors of J_c
+ *                    (columns, in the order of its singular values; complete:
+ *                    those of the zero ones span the dependent combinations of
+ *                    f_c's rows); one more SVD: NULL when not needed
+ *   U_v (out)        NV x NV, or NULL: ... of B_v
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * constraint_singular_values, constraint_row_spaces.
+ */
+int disk_constraint_singular_values(double t, const double *q, const double *u, const double *p,
+        double rank_tol, int *ranks, double *sigma, double *U_c, double *U_v,
+        disk_local_workspace *work);
+
+/*
+ * The automatic partition at (t, q, u, p), NC and NV entries, ascending.
+ * keep_default = 1 (a chart, as linearize_local takes it): for the coordinates
+ * and the speeds separately, the model's default where its block J_c P_qd (B_v
+ * P_ud) is well conditioned (condition estimate at most 1 / CONDITION_RTOL),
+ * else the pivot columns of a column-pivoted QR of J_c (B_v), the best-
+ * conditioned dependent set there: a path keeps the model's chart wherever it
+ * can. keep_default = 0: the pivot columns at every point (e.g. to complete a
+ * point). RANK_DEFICIENT when J_c or B_v has lost rank (ranks tells; the arrays
+ * then hold the rank pivots followed by -1).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   rank_tol         singular values of J_c, B_v above rank_tol times the
+ *                    largest count for the ranks (<= 0: RANK_RTOL)
+ *   keep_default     1: keep the model's default where well conditioned; 0:
+ *                    pivot columns
+ *   dependent_q (out) NC: the chosen dependent coordinates
+ *   dependent_u (out) NV: the chosen dependent speeds
+ *   ranks (out)      2, or NULL: [rank of J_c, rank of B_v]
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * default_conditions, constraint_singular_values, chart_partition.
+ */
+int disk_automatic_partition(double t, const double *q, const double *u, const double *p,
+        double rank_tol, int keep_default, int *dependent_q, int *dependent_u, int *ranks,
+        disk_local_workspace *work);
 
 /*
  * The linearized descriptor form E w' = A w + B r (González et al., eqs. 7-8,
- * index-reduced, with stabilizing multipliers): defined at every point. It is
+ * index-reduced, with stabilizing multipliers), defined at every point. It is
  * in the chart of all coordinates and speeds: its finite generalized
  * eigenvalues are those of linearize and linearize_local at equilibria and at
- * motions steady in all coordinates and speeds; at other motions (a speed
- * measured in a spinning frame changes along a steady roll) they differ
- * (see unsteady_states). Variables
+ * motions steady in all coordinates and speeds (see unsteady_states). Variables
  * w = [dq (NQ), du (NU), dlambda (NL), mu (NC), nu (NV)]; rows: kinematic (NQ),
- * dynamic (NW - NV), acceleration constraints (NV), position (NC), velocity (NV). E, A: NDESC x NDESC, B: NDESC x NR, row-major.
+ * dynamic (NW - NV), acceleration constraints (NV), position (NC), velocity
+ * (NV).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   rank_tol         singular values of J_c, B_v above rank_tol times the
+ *                    largest count for the ranks (<= 0: RANK_RTOL)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   E (out)          NDESC x NDESC
+ *   A (out)          NDESC x NDESC
+ *   B (out)          NDESC x NR
+ *   ranks (out)      2, or NULL: [rank of J_c, rank of B_v]
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * constraint_svds, kinematic_rates, null_space_rates, jacobians, descriptor.
  */
 int disk_linearize_descriptor(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *E, double *A, double *B,
-        int *ranks, disk_workspace *work);
+        int *ranks, disk_full_workspace *work);
 
-/* The automatic partition at (t, q, u, p), NC and NV entries, ascending.
-   keep_default = 1 (a chart, as linearize_local takes it): for the
-   coordinates and the speeds separately, the model's default where its block
-   J_c P_qd (B_v P_ud) is well conditioned (condition estimate at most
-   1 / CONDITION_RTOL), else the pivot columns of a column-pivoted QR of J_c
-   (B_v), the best-conditioned dependent set there: a path keeps the model's
-   chart wherever it can. keep_default = 0: the pivot columns at every point
-   (the best-conditioned set, e.g. to complete a point). RANK_DEFICIENT when
-   J_c or B_v has lost rank (ranks, if not NULL, tells; the arrays then hold
-   the rank pivots followed by -1). */
-int disk_automatic_partition(double t, const double *q, const double *u, const double *p,
-        double rank_tol, int keep_default, int *dependent_q, int *dependent_u, int *ranks,
-        disk_workspace *work);
-
-/* An equilibrium or steady motion near (q, u), in place: Gauss-Newton with
-   minimum-norm steps on R = [f_c; f_v; the independent accelerations of the
-   chart], the chart linearize_local takes at the first point (a partition's
-   at a regular point: the accelerations of its independent speeds, so the
-   motion found is steady there; the null spaces' where a rank dropped:
-   N_u^T ud*). vary_q: NQ flags, 1 for the coordinates solved for (NULL:
-   all); vary_u: NU flags for the speeds solved for (NULL: none; the speeds
-   are held). No unknown changes by more than max_step in one iteration
-   (max_step <= 0: no bound); the step is halved until |R| decreases.
-   Converged when max|R| <= tol, or where no step decreases |R| and max|R|
-   is at the rounding level of the equations there (rounding: 64 eps times
-   the largest row of |dR/dx| |x|; an equilibrium to working precision);
-   NO_PROGRESS where no step decreases |R| above that level; NO_CONVERGENCE
-   after max_iter iterations (q and u hold the last iterate: call again to
-   continue). iterations, residual (the last max|R|) and rounding may be
-   NULL. */
+/*
+ * An equilibrium or steady motion near (q, u), in place: Gauss-Newton with
+ * minimum-norm steps on R = [f_c; f_v; the independent accelerations of the
+ * chart], the chart linearize_local takes at the first point (a partition's at
+ * a regular point: the accelerations of its independent speeds, so the motion
+ * found is steady there; the null spaces' where a rank dropped: N_u^T ud*). No
+ * unknown changes by more than max_step in one iteration (<= 0: no bound); the
+ * step is halved until |R| decreases. Converged when max|R| <= tol, or where no
+ * step decreases |R| and max|R| is at the rounding level of the equations there
+ * (ROUNDING_FACTOR eps times the largest row of |dR/dx| |x|); NO_PROGRESS where
+ * no step decreases |R| above that level; NO_CONVERGENCE after max_iter
+ * iterations (q and u hold the last iterate: call again to continue).
+ *
+ *   t                time
+ *   q (in/out)       NQ: coordinates, solved in place
+ *   u (in/out)       NU: speeds, solved in place
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   vary_q           NQ, or NULL: 1 for the coordinates solved for (NULL: all)
+ *   vary_u           NU, or NULL: 1 for the speeds solved for (NULL: none; the
+ *                    speeds are held)
+ *   rank_tol         singular values of J_c, B_v above rank_tol times the
+ *                    largest count for the ranks (<= 0: RANK_RTOL)
+ *   tol              the largest accepted max|R|
+ *   max_step         the largest change of an unknown per iteration
+ *   max_iter         the most iterations
+ *   iterations (out) 1, or NULL: iterations made
+ *   residual (out)   1, or NULL: the last max|R|
+ *   rounding (out)   1, or NULL: the rounding level of R at the last iterate
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * constraint_svds, kinematic_rates, null_space_rates, jacobians,
+ * default_conditions, chart_partition, equilibrium_residual,
+ * equilibrium_jacobian, equilibrium.
+ */
 int disk_equilibrium(double t, double *q, double *u, const double *r, const double *p,
         const int *vary_q, const int *vary_u, double rank_tol, double tol, double max_step,
         int max_iter, int *iterations, double *residual, double *rounding,
-        disk_workspace *work);
+        disk_full_workspace *work);
 
 /*
  * Steadiness, after linearize (with A as it returned it, or NULL),
- * linearize_local (A and T as returned; needed in the null spaces' chart
- * only) or linearize_descriptor (E and A) with this workspace: flags
- * (unsteady) each essential state of the result's chart whose rate is not
- * zero (above steady_tol times the largest rate, at least 1), and returns
- * their count (-1: no result to check). A point that is not steady in the
- * chart is no equilibrium of its linearized equations: the eigenvalues of A
- * then depend on the chart and do not describe stability (DESIGN.md 3c).
- * The chart's states: linearize's and the local form's partition chart, the
- * partition's independent states x = [q_i, u_i] (NX flags); the local form's
- * null spaces' chart, its nx states; the descriptor form, all coordinates and
- * speeds (NS flags). A state is ignorable (never flagged) when no equation
- * depends on it but those of ignorable states (a position, a heading, a
- * wheel angle: its column of A is zero), repeatedly; the others are
- * essential, and a steady motion keeps them constant (a speed: no
- * acceleration).
+ * linearize_local (A and T as returned; needed in the null spaces' chart only)
+ * or linearize_descriptor (E and A) with this workspace: flags each essential
+ * state of the result's chart whose rate is not zero (above steady_tol times
+ * the largest rate, at least 1), and returns their count (-1: no result to
+ * check). A point that is not steady in the chart is no equilibrium of its
+ * linearized equations: the eigenvalues of A then depend on the chart and do
+ * not describe stability. The chart's states: linearize's and the local form's
+ * partition chart, the partition's independent states x = [q_i, u_i] (NX
+ * flags); the local form's null spaces' chart, its nx states; the descriptor
+ * form, all coordinates and speeds (NS flags). A state is ignorable (never
+ * flagged) when no equation depends on it but those of ignorable states (a
+ * position, a heading, a wheel angle: its column of A is zero), repeatedly; the
+ * others are essential, and a steady motion keeps them constant.
+ *
+ *   E                 (may be NULL)
+ *   A                 (may be NULL)
+ *   T                 (may be NULL)
+ *   steady_tol
+ *   unsteady (out)   NS
  */
 int disk_unsteady_states(disk_workspace *work, const double *E, const double *A,
         const double *T, double steady_tol, int *unsteady);
 
-/* After linearize or complete_point with this workspace: estimates of the
-   condition of J_c P_qd and B_v P_ud (the Jacobian's largest entry over the
-   smallest LU pivot; 1 without constraints, +Inf where singular, NaN where the
-   call failed before it factorized the block). Large values
-   (say above 1e6) mean about log10(condition) digits of the result are at risk:
-   choose other dependent coordinates or use linearize_local. */
-void disk_partition_condition(disk_workspace *work, double *condition);
+/*
+ * After linearize or complete_point with this workspace: estimates of the
+ * condition of J_c P_qd and B_v P_ud (the Jacobian's largest entry over the
+ * smallest LU pivot; 1 without constraints, +Inf where singular, NaN where the
+ * call failed before it factorized the block). Large values (say above 1e6)
+ * mean about log10(condition) digits of the result are at risk: choose other
+ * dependent coordinates or use linearize_local.
+ *
+ *   estimate         1: make the estimates the straight-line code did not need;
+ *                    0: report those as 0 (its static pivots passed
+ *                    CONDITION_RTOL: well conditioned)
+ *   condition (out)  2
+ *
+ * Stages (codegen/procedure.py): partition_conditions.
+ */
+void disk_partition_condition(disk_workspace *work, int estimate, double *condition);
 
 /* A constant English sentence describing a status code. */
 const char *disk_status_message(int status);
