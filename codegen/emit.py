@@ -29,9 +29,10 @@ from . import entry_points as table      # read at each emission (a test adds a 
 from .entry_points import (FAMILIES, SIZE_NAMES, entry_doc, pyx_argument, pyx_pass,
                            pyx_signature, signature, size_expression, stage_guards,
                            workspace_layout)
+from .ordering import band_of, swaps
 from .printer import ModelCodePrinter
-from .procedure import (ARRAYS, CALLER_ARRAYS, INDEX_SETS, RUN_TIME_SIZES, THRESHOLDS, Factor, SVD,
-                        completion_steps, procedure)
+from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, RUN_TIME_SIZES,
+                        THRESHOLDS, Factor, SVD, completion_steps, procedure, with_bands)
 from .status import STATUSES
 from .straight_line import StraightLine
 
@@ -49,7 +50,8 @@ def template_dir():
 # cache key, the CLI, the sweep, the benchmarks) can change without
 # invalidating builds.
 GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "procedure.py", "straight_line.py",
-                     "entry_points.py", "differentiate.py", "printer.py", "partition.py", "status.py")
+                     "entry_points.py", "differentiate.py", "printer.py", "partition.py", "status.py",
+                     "ordering.py")
 
 # templates of the tools around the pipeline, not of the generated package
 TOOL_TEMPLATES = ("bench_driver.c.jinja",)
@@ -60,7 +62,7 @@ def generator_fingerprint():
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
     templates = [path for path in sorted(template_dir().glob("*.jinja")) if path.name not in TOOL_TEMPLATES]
-    templates.append(template_dir() / "helpers.c")
+    templates += [template_dir() / "helpers.c", template_dir() / "helpers_band.c"]
     for path in [here / name for name in GENERATOR_MODULES] + templates:
         h.update(path.name.encode())
         h.update(path.read_bytes())
@@ -336,6 +338,38 @@ INT_FIELDS = {"rank_speed": "lw", "rank_rows_c": "lw", "rank_rows_v": "lw", "unk
               "unknown_count": "fw"}
 
 
+def factor_bands(emitter, stages):
+    """name -> Band of each factorization worth running banded: a matrix
+    whose structural non-zeros the derivation knows (a whole block, or its
+    columns of the model's default partition), of order at least
+    BAND_MIN_ORDER, whose banded LU in the reverse Cuthill-McKee order costs
+    at most BAND_FRACTION of the dense one (THRESHOLDS). Decided here, from
+    the symbolic pattern, so the same model gives the same code."""
+    d = emitter.derivation
+    default_columns = {"dependent_q": d.dependent_q, "dependent_u": d.dependent_u}
+    bands = {}
+    for step in (step for stage in stages for step in _steps(stage.steps)):
+        if not isinstance(step, Factor) or step.name in bands:
+            continue
+        view = step.matrix
+        block = emitter.blocks.get(view.array)
+        if (block is None or view.array in emitter.skip or view.row_index or view.row_start
+                or view.rows or view.col_start or view.cols or view.transposed
+                or (view.index is not None and view.index not in default_columns)):
+            continue
+        columns = list(range(block.cols)) if view.index is None else list(default_columns[view.index])
+        n = len(columns)
+        if n != block.rows or n < THRESHOLDS["BAND_MIN_ORDER"][0]:
+            continue
+        position = {column: j for j, column in enumerate(columns)}
+        nonzeros = [(index // block.cols, position[index % block.cols]) for index, _ in block.entries
+                    if index % block.cols in position]
+        band = band_of(n, nonzeros)
+        if band.width <= n and band.factor_cost() <= THRESHOLDS["BAND_FRACTION"][0] * band.dense_cost():
+            bands[step.name] = band
+    return bands
+
+
 def _steps(steps):
     """Every step, those inside branches too."""
     for step in steps:
@@ -358,6 +392,9 @@ def emit(derivation, progress=None, straight_line_limit=None):
     started = time.perf_counter()
     say = progress or (lambda message: None)
     stages = procedure(kinematic_identity, multipliers=sizes["nw"] > sizes["nu"])
+    # large sparse factorizations: banded, in an order chosen from their patterns
+    bands = factor_bands(emitter, stages)
+    stages = with_bands(stages, bands)
     # a large stage is evaluated in parts of about PART_STATEMENTS statements,
     # each a function of its own: compile time grows faster than linearly with
     # a function's size
@@ -400,6 +437,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     evaluated = sorted(set(BLOCK_ORDER) & (set(d.blocks) | {"qd", "ud"}), key=BLOCK_ORDER.index)
     family_arrays, stage_family, array_family = workspace_layout(stages, evaluated)
     NAME = d.name.upper()
+    factors_by_name = {step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)}
     all_steps = [step for stage in stages for step in _steps(stage.steps)]
     context = dict(
         separate=separate,
@@ -427,9 +465,15 @@ def emit(derivation, progress=None, straight_line_limit=None):
         derivation_stages=d.stages,
         index_sets=INDEX_SETS,
         model_name=d.name,
-        thresholds=[(name, default, doc) for name, (default, doc) in THRESHOLDS.items()],
+        thresholds=[(name, default, doc) for name, (default, doc) in THRESHOLDS.items()
+                    if name not in GENERATION_THRESHOLDS],
         run_time_sizes=RUN_TIME_SIZES,
         helpers_c=(template_dir() / "helpers.c").read_text(),
+        # the banded factorizations: (name, band, its size, row and column
+        # reorderings as interchanges); their helpers only where there are some
+        bands=[(name, band, _array_size((factors_by_name[name].matrix.row_count, ("one",)), NAME),
+                swaps(band.rows), swaps(band.cols)) for name, band in sorted(bands.items())],
+        helpers_band_c=(template_dir() / "helpers_band.c").read_text() if bands else "",
         stage_outputs=STAGE_OUTPUTS,
         stage_outputs_straight=STRAIGHT_LINE_OUTPUTS,
         svds={step.name: step for step in all_steps if isinstance(step, SVD)},

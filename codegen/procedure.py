@@ -87,9 +87,23 @@ THRESHOLDS = {
                      "of |R| (down to 1e-12 of the Gauss-Newton step); none: no progress."),
     "ROUNDING_FACTOR": (64.0, "equilibrium's estimate of the rounding level of its residual: "
                               "this times DBL_EPSILON times the largest row of |dR/dx| |x|."),
+    "BAND_MIN_ORDER": (24, "At generation time: a looped LU factorization of a matrix whose "
+                           "structural non-zeros the derivation knows (the speed-level system, "
+                           "M_qq, the default partition's J_c P_qd and B_v P_ud) of at least this "
+                           "order runs banded, in a bandwidth-reducing order chosen then "
+                           "(codegen/ordering.py), where that costs at most BAND_FRACTION of the "
+                           "dense LU; smaller ones stay dense (the generated C lists the banded "
+                           "factorizations with their reorderings)."),
+    "BAND_FRACTION": (0.25, "At generation time: the largest ratio of the banded LU's operations "
+                            "(n lower (lower + upper)) to the dense LU's (n^3 / 3) for which a "
+                            "factorization runs banded (see BAND_MIN_ORDER)."),
     "IGNORABLE_RTOL": (1e-12, "unsteady_states: an entry of A below this times A's largest is "
                               "zero (a state no equation depends on is ignorable)."),
 }
+
+# thresholds the generator applies (they choose the code): not header macros,
+# since redefining one when compiling the C would change nothing
+GENERATION_THRESHOLDS = ("BAND_MIN_ORDER", "BAND_FRACTION")
 
 # Sizes are tuples of size names, summed: ("nq", "nui") is NQ + NUI. nw: unknowns
 # of the speed-level solve (speeds, plus the multipliers); nd: the dynamic
@@ -116,6 +130,10 @@ ARRAYS = {
     "A_uq": (("nw",), ("nq",)), "A_uu": (("nw",), ("nu",)), "B_u": (("nd",), ("nr",)),
     # -- a partition's solution
     "Jc_dependent": (("nc",), ("nc",)), "Bv_dependent": (("nv",), ("nv",)),
+    # -- band storage of the banded factorizations (Factor.band; fewer
+    #    columns than the matrix's are used: the band's width)
+    "band_qq": (("nq",), ("nq",)), "band_uu": (("nw",), ("nw",)),
+    "band_c": (("nc",), ("nc",)), "band_v": (("nv",), ("nv",)),
     "K_c": (("nc",), ("nqi",)), "K_v": (("nv",), ("nq", "nui")),
     "Ahat_q": (("nq",), ("nq",)), "Ahat_u": (("nw",), ("nq",)),
     "A_full": (("nq", "nw"), ("nx",)), "B_full": (("nq", "nw"), ("nr",)),
@@ -246,6 +264,13 @@ class Factor:
     # workspace's condition[]), or None; its static pivots in straight-line
     # code must pass CONDITION_RTOL instead of SINGULAR_RTOL
     condition: int | None = None
+    # the looped rendering as a banded LU (a codegen.ordering.Band: the
+    # matrix's reordering and bandwidths, decided at generation time from its
+    # structural non-zeros; see with_bands), or None: dense. Factors into the
+    # array band_<name>. A matrix selected by a partition's index array is
+    # reordered for the model's default partition: with another partition the
+    # call factors it dense.
+    band: object = None
 
 
 @dataclass(frozen=True)
@@ -608,6 +633,8 @@ def step_arrays(step):
     kind = step.kind
     if kind == "factor":
         names |= {step.workspace, step.scale}
+        if step.band is not None:
+            names.add(f"band_{step.name}")
     elif kind == "orthonormalize":
         names |= {f"L_{step.name}", "scratch"}
     elif kind == "triangular_multiply":
@@ -628,6 +655,21 @@ def step_arrays(step):
     elif kind == "gauss_newton":
         names |= set(step.arrays)
     return {name for name in names if name in ARRAYS}
+
+
+def with_bands(stages, bands):
+    """``stages`` with the factorizations named in ``bands`` (name -> Band)
+    banded (the Solve steps follow their Factor by name)."""
+    import dataclasses
+
+    def banded(step):
+        if isinstance(step, Factor) and step.name in bands:
+            return dataclasses.replace(step, band=bands[step.name])
+        if step.kind == "branch":
+            return dataclasses.replace(step, then=tuple(map(banded, step.then)),
+                                       otherwise=tuple(map(banded, step.otherwise)))
+        return step
+    return tuple(dataclasses.replace(stage, steps=tuple(map(banded, stage.steps))) for stage in stages)
 
 
 def step_writes(step):
