@@ -441,6 +441,7 @@ def command_scaling(args):
 
     _check_writable_folder(args.out, "--out")
     scaling.run(args.sizes, closed=args.closed, out_dir=args.out, repeats=args.repeats,
+                family=args.model,
                 batch_size=args.batch, progress=terminal_progress() or _plain_progress,
                 casadi_limit=args.casadi_limit if args.casadi else None,
                 out=lambda text: print(text, flush=True))
@@ -619,13 +620,19 @@ def main(argv=None):
     bench.add_argument("--json", default=None, help="also write the results as JSON")
     bench.set_defaults(run=command_bench, parser=bench)
 
-    scale = commands.add_parser("scaling", help="n-link pendulum on a cart for several n: time of "
+    scale = commands.add_parser("scaling", help="a model family (cart chain, four-bar, flexible "
+                                "pendulum) for several sizes n: time of "
                                 "each build stage and per point (table, CSV, PNG)")
     scale.add_argument("--sizes", type=_positive_count, nargs="+",
                        default=[2, 4, 6, 8, 10, 12, 14, 16],
                        help="numbers of links n, each >= 1 (default 2 4 ... 16)")
+    scale.add_argument("--model", default="cart_chain",
+                       choices=["cart_chain", "fourbar", "flexible_pendulum"],
+                       help="the family: cart_chain (n links, default), fourbar (n loops), "
+                       "flexible_pendulum (n beam elements per link)")
     scale.add_argument("--closed", action="store_true",
-                       help="close the loop (tip on a vertical line: one configuration constraint)")
+                       help="close the loop (tip on a vertical line: one configuration constraint; "
+                       "cart_chain only)")
     scale.add_argument("--out", default="scaling", help="output folder for scaling.csv and "
                        "scaling.png (default: scaling/)")
     scale.add_argument("--repeats", type=_positive_count, default=7,

@@ -117,6 +117,18 @@ def test_scaling_writes_table_csv_and_png(tmp_path, capsys):
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_scaling_of_the_fourbar(tmp_path, capsys):
+    """The other families: sizes are loops (four-bar) or elements (flexible
+    pendulum); the point they are timed at is consistent."""
+    assert main(["scaling", "--model", "fourbar", "--sizes", "1", "2", "--repeats", "2",
+                 "--batch", "50", "--out", str(tmp_path)]) == 0
+    assert "N-loop four-bar" in capsys.readouterr().out
+    with open(tmp_path / "scaling_fourbar.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["n"]) for r in rows] == [1, 2] and [int(r["nc"]) for r in rows] == [4, 6]
+    assert all(float(r["c_loop_us"]) > 0 for r in rows)
+
+
 @pytest.mark.parametrize("changes", [dict(batch_size=0), dict(batch_size=-1), dict(c_repeats=0),
                                      dict(batch_repeats=2.5), dict(sympy_limit=float("nan")),
                                      dict(casadi_limit=0.0), dict(c_repeat_seconds=-1.0)])
@@ -130,7 +142,10 @@ def test_settings_refuse_counts_and_times_that_cannot_be(changes):
 @pytest.mark.parametrize("arguments, message", [(dict(sizes=[-2]), "size n"),
                                                 (dict(sizes=[]), "at least one size"),
                                                 (dict(sizes=[2], repeats=0), "repeats"),
-                                                (dict(sizes=[2], batch_size=0), "batch_size")])
+                                                (dict(sizes=[2], batch_size=0), "batch_size"),
+                                                (dict(sizes=[2], family="pendulum"), "unknown model"),
+                                                (dict(sizes=[2], family="fourbar", closed=True),
+                                                 "cart chain only")])
 def test_scaling_refuses_bad_arguments_before_building(tmp_path, arguments, message):
     from codegen.bench import scaling
     from codegen.errors import InputError

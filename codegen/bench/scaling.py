@@ -3,7 +3,8 @@
 ``python -m codegen scaling --sizes 2 4 6 8 10 12 14 16 [--closed] [--out DIR]``
 builds the n-link pendulum on a cart (:mod:`codegen.models.cart_chain`,
 ``make_model(n, closed)``) for each n, from scratch into a temporary folder,
-and measures
+and measures (``--model fourbar``: the N-loop four-bar, N = n;
+``--model flexible_pendulum``: n beam elements per link)
 
 * the time of each stage: forming the equations (``kanes_equations`` and the
   Model), derivation, CSE and emission, Cython, C compilation;
@@ -33,6 +34,39 @@ from ..errors import InputError
 from .common import Settings, check_count, check_seconds, system_line
 from .points import benchmark_points
 from .python_calls import batch_threads, time_batch, time_single_call
+
+# the families of models a size n describes: (how to make one, a consistent
+# point to time it at, what n counts)
+SCALED_MODELS = ("cart_chain", "fourbar", "flexible_pendulum")
+
+
+def make_scaled(family, n, closed=False):
+    """The model of ``family`` (SCALED_MODELS) of size n."""
+    from ..models import cart_chain, flexible_pendulum, fourbar
+    if family == "cart_chain":
+        return cart_chain.make_model(n, closed)
+    if family == "fourbar":
+        return fourbar.make_model(n)
+    if family == "flexible_pendulum":
+        return flexible_pendulum.make_model(elements=n)
+    raise InputError(f"unknown model family {family!r}; one of {', '.join(SCALED_MODELS)}")
+
+
+def scaled_point(family, module, n):
+    """A consistent (q, u) of the model of ``family`` and size n to time at:
+    the chain at rest hanging, the four-bar's cranks at 1 rad turning, the
+    flexible pendulum hanging undeformed."""
+    import math
+    from ..models import flexible_pendulum, fourbar
+    if family == "fourbar":
+        phi, l = 1.0, fourbar.DEFAULT_PARAMETERS["l"]
+        q = [value for i in range(n + 1) for value in (i * l + l * math.cos(phi), l * math.sin(phi))]
+        u = [0.0] * (2 * n + 2) + [0.7]
+        return module.complete(q + [phi], u)
+    if family == "flexible_pendulum":
+        q, u = flexible_pendulum.hanging(flexible_pendulum.DEFAULT_PARAMETERS, n)
+        return np.array(q), np.array(u)
+    return module.complete(np.zeros(module.nq), np.zeros(module.nu))
 
 COLUMNS = [
     ("n", "n", "{:d}"),
@@ -70,17 +104,17 @@ def _cell(fmt, value):
     return "-" if value is None else fmt.format(value)
 
 
-def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, casadi_limit=None):
-    """Build ``cart_chain(n, closed)`` from scratch in ``work`` and time it: one row (dict).
-    With ``casadi_limit`` (seconds) also CasADi's C for the same mathematics."""
-    from ..models import cart_chain
-
+def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, casadi_limit=None,
+                 family="cart_chain"):
+    """Build the model of ``family`` of size n (``cart_chain(n, closed)`` by
+    default) from scratch in ``work`` and time it: one row (dict). With
+    ``casadi_limit`` (seconds) also CasADi's C for the same mathematics."""
     say = progress or (lambda message: None)
-    say(f"cart_chain n={n}{' closed' if closed else ''}: forming the equations")
+    say(f"{family} n={n}{' closed' if closed else ''}: forming the equations")
     started = time.perf_counter()
-    model = cart_chain.make_model(n, closed)
+    model = make_scaled(family, n, closed)
     formed = time.perf_counter() - started
-    say(f"cart_chain n={n}: derivation, CSE, emission, compile")
+    say(f"{family} n={n}: derivation, CSE, emission, compile")
     artifact, module, _ = forced_build(model, work / "build")
     timings = artifact.timings
     name = model.name
@@ -89,15 +123,14 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
 
     settings = Settings(c_repeats=repeats, c_repeat_seconds=0.01, py_repeats=repeats,
                         py_repeat_seconds=0.02, batch_size=batch_size, batch_repeats=repeats)
-    q = np.zeros(module.nq)
-    q0, u0 = module.complete(q, np.zeros(module.nu))
+    q0, u0 = scaled_point(family, module, n)
     base = (q0, u0, np.zeros(module.nr), np.array(module.default_parameters), 0.0)
     points = benchmark_points(module, base)
     casadi = {}
     objects = [c_dir / f"{name}.o"]
     casadi_name = None
     if casadi_limit and casadi_available():
-        say(f"cart_chain n={n}: CasADi (limit {casadi_limit:g} s)")
+        say(f"{family} n={n}: CasADi (limit {casadi_limit:g} s)")
         status, info = generate_casadi(derivation_of(model, artifact), f"{name}_casadi", c_dir,
                                        casadi_limit)
         casadi = dict(casadi_bytes=None, casadi_generate_s=None, casadi_compile_s=None,
@@ -111,7 +144,7 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
             if seconds is not None:
                 objects.append(obj)
                 casadi_name = f"{name}_casadi"
-    say(f"cart_chain n={n}: timing")
+    say(f"{family} n={n}: timing")
     compile_object(c_dir / f"{name}.c", c_dir)
     c = run_c_driver(c_dir, name, points, settings, objects, casadi_name, nx=module.nx, nr=module.nr)
     if c.casadi is not None:
@@ -223,7 +256,7 @@ def _growth(rows, key):
 
 
 def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, progress=None,
-        out=print, work_dir=None, casadi_limit=None):
+        out=print, work_dir=None, casadi_limit=None, family="cart_chain"):
     """Measure every size, print the table, write CSV and PNG; returns (rows, csv, png)."""
     sizes = list(sizes)
     # refuse bad arguments before the first build, not after it
@@ -235,11 +268,18 @@ def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, pr
     check_count(batch_size, "batch_size")
     if casadi_limit is not None:
         check_seconds(casadi_limit, "casadi_limit")
+    if family not in SCALED_MODELS:
+        raise InputError(f"unknown model family {family!r}; one of {', '.join(SCALED_MODELS)}")
+    if closed and family != "cart_chain":
+        raise InputError("closed applies to the cart chain only")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "scaling_closed" if closed else "scaling"
-    kind = "closed loop (tip on a vertical line)" if closed else "open chain"
-    out(f"scaling: n-link pendulum on a cart, {kind}, n = {', '.join(map(str, sizes))}")
+    stem = ("scaling" if family == "cart_chain" else f"scaling_{family}") + ("_closed" if closed else "")
+    kind = {"fourbar": "N-loop four-bar, N = n",
+            "flexible_pendulum": "flexible double pendulum, n beam elements per link"}.get(
+        family, "n-link pendulum on a cart, " + ("closed loop (tip on a vertical line)" if closed
+                                                 else "open chain"))
+    out(f"scaling: {kind}, n = {', '.join(map(str, sizes))}")
     out(f"  machine: {system_line()}")
     out(f"  each build from scratch (no cache); times per point: min over {repeats} repeats, "
         f"batch of {batch_size} points (on all cores, and on one thread)")
@@ -247,7 +287,8 @@ def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, pr
     for n in sizes:
         work = Path(tempfile.mkdtemp(prefix=f"codegen-scaling-{n}-", dir=work_dir))
         try:
-            rows.append(measure_size(n, closed, work, repeats, batch_size, progress, casadi_limit))
+            rows.append(measure_size(n, closed, work, repeats, batch_size, progress, casadi_limit,
+                                     family))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     out("")
@@ -258,7 +299,7 @@ def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, pr
             f"b = {growth['total_s']:.2f}, bare C time per point b = {growth['c_loop_us']:.2f}")
     csv_path = write_csv(rows, out_dir / f"{stem}.csv")
     png_path = write_png(rows, out_dir / f"{stem}.png",
-                         f"n-link pendulum on a cart ({kind}): build and evaluation vs n")
+                         f"{kind}: build and evaluation vs n")
     out(f"\nwrote {csv_path}" + (f" and {png_path}" if png_path else
                                 " (install matplotlib for the PNG)"))
     return rows, csv_path, png_path
