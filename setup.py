@@ -9,7 +9,7 @@ setup(
     packages=["codegen", "codegen.bench", "codegen.models", "codegen.runtime", "codegen.templates"],
     # templates/ lives at the top of the source tree; installed as codegen/templates
     package_dir={"codegen.templates": "templates"},
-    package_data={"codegen.templates": ["*.jinja", "helpers.c", "helpers_band.c"]},
+    package_data={"codegen.templates": ["*.jinja", "helpers.c", "helpers_band.c", "helpers_sparse.c"]},
     install_requires=[
         "sympy>=1.14,<1.15",   # the versions tested (codegen/sympy_adapter.py checks)
         "numpy>=1.22",

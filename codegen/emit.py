@@ -31,8 +31,9 @@ from .entry_points import (FAMILIES, SIZE_NAMES, entry_doc, pyx_argument, pyx_pa
                            workspace_layout)
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter
-from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, RUN_TIME_SIZES,
-                        THRESHOLDS, Factor, SVD, completion_steps, procedure, with_bands)
+from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
+                        RUN_TIME_SIZES, THRESHOLDS, Factor, SVD, SparseRows, completion_steps,
+                        procedure, sparse_key, with_bands, with_sparse_products)
 from .status import STATUSES
 from .straight_line import StraightLine
 
@@ -62,7 +63,8 @@ def generator_fingerprint():
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
     templates = [path for path in sorted(template_dir().glob("*.jinja")) if path.name not in TOOL_TEMPLATES]
-    templates += [template_dir() / "helpers.c", template_dir() / "helpers_band.c"]
+    templates += [template_dir() / "helpers.c", template_dir() / "helpers_band.c",
+                  template_dir() / "helpers_sparse.c"]
     for path in [here / name for name in GENERATOR_MODULES] + templates:
         h.update(path.name.encode())
         h.update(path.read_bytes())
@@ -370,6 +372,44 @@ def factor_bands(emitter, stages):
     return bands
 
 
+def sparse_products(emitter, stages):
+    """sparse_key -> SparseRows of each left operand of a product worth
+    iterating over its structural non-zeros: a whole block the derivation
+    evaluates (or its columns of the model's default partition) of at least
+    SPARSE_MIN_ENTRIES entries, at most SPARSE_FRACTION of them non-zero
+    (THRESHOLDS). Decided here, from the symbolic pattern."""
+    d = emitter.derivation
+    default_columns = {"dependent_q": d.dependent_q, "dependent_u": d.dependent_u}
+    patterns = {}
+    for step in (step for stage in stages for step in _steps(stage.steps)):
+        if step.kind not in PRODUCT_KINDS or sparse_key(step.a) in patterns:
+            continue
+        view = step.a
+        block = emitter.blocks.get(view.array)
+        if (block is None or view.array in emitter.skip or view.row_index or view.row_start
+                or view.rows or view.col_start or view.cols or view.transposed
+                or (view.index is not None and view.index not in default_columns)):
+            continue
+        columns = list(range(block.cols)) if view.index is None else list(default_columns[view.index])
+        position = {column: j for j, column in enumerate(columns)}
+        rows = [[] for _ in range(block.rows)]
+        for index, _ in block.entries:
+            if index % block.cols in position:
+                rows[index // block.cols].append((position[index % block.cols], index))
+        count = sum(map(len, rows))
+        entries = block.rows * len(columns)
+        if entries < THRESHOLDS["SPARSE_MIN_ENTRIES"][0] or count > THRESHOLDS["SPARSE_FRACTION"][0] * entries:
+            continue
+        start, entry, inner = [0], [], []
+        for row in rows:
+            for column, index in sorted(row):
+                inner.append(column)
+                entry.append(index)
+            start.append(len(entry))
+        patterns[sparse_key(view)] = SparseRows(sparse_key(view), tuple(start), tuple(entry), tuple(inner))
+    return patterns
+
+
 def _steps(steps):
     """Every step, those inside branches too."""
     for step in steps:
@@ -395,6 +435,9 @@ def emit(derivation, progress=None, straight_line_limit=None):
     # large sparse factorizations: banded, in an order chosen from their patterns
     bands = factor_bands(emitter, stages)
     stages = with_bands(stages, bands)
+    # products with a large sparse left operand: over its non-zeros
+    sparse = sparse_products(emitter, stages)
+    stages = with_sparse_products(stages, sparse)
     # a large stage is evaluated in parts of about PART_STATEMENTS statements,
     # each a function of its own: compile time grows faster than linearly with
     # a function's size
@@ -474,6 +517,14 @@ def emit(derivation, progress=None, straight_line_limit=None):
         bands=[(name, band, _array_size((factors_by_name[name].matrix.row_count, ("one",)), NAME),
                 swaps(band.rows), swaps(band.cols)) for name, band in sorted(bands.items())],
         helpers_band_c=(template_dir() / "helpers_band.c").read_text() if bands else "",
+        # the products over non-zeros: their tables and helper, only where used
+        sparse_products=[sparse[key] for key in sorted(sparse)],
+        # whether a band or a list of non-zeros is for the default partition's
+        # columns (then checked against the workspace's partition)
+        same_indices=any((step.kind == "factor" and step.band is not None and step.matrix.index)
+                         or (step.kind in PRODUCT_KINDS and step.sparse is not None and step.a.index)
+                         for step in all_steps),
+        helpers_sparse_c=(template_dir() / "helpers_sparse.c").read_text() if sparse else "",
         stage_outputs=STAGE_OUTPUTS,
         stage_outputs_straight=STRAIGHT_LINE_OUTPUTS,
         svds={step.name: step for step in all_steps if isinstance(step, SVD)},

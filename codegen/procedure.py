@@ -97,13 +97,23 @@ THRESHOLDS = {
     "BAND_FRACTION": (0.25, "At generation time: the largest ratio of the banded LU's operations "
                             "(n lower (lower + upper)) to the dense LU's (n^3 / 3) for which a "
                             "factorization runs banded (see BAND_MIN_ORDER)."),
+    "SPARSE_MIN_ENTRIES": (1024, "At generation time: a looped product whose left operand is a "
+                                 "whole block the derivation evaluates (or its columns of the "
+                                 "model's default partition) with at least this many entries, "
+                                 "at most SPARSE_FRACTION of them structurally non-zero, "
+                                 "iterates over a list of those non-zeros made then (the "
+                                 "generated C's sparse_* tables); other products, and another "
+                                 "partition's, step through every entry."),
+    "SPARSE_FRACTION": (0.25, "At generation time: the largest fraction of structural non-zeros "
+                              "of a product's left operand for which the product runs sparse "
+                              "(see SPARSE_MIN_ENTRIES)."),
     "IGNORABLE_RTOL": (1e-12, "unsteady_states: an entry of A below this times A's largest is "
                               "zero (a state no equation depends on is ignorable)."),
 }
 
 # thresholds the generator applies (they choose the code): not header macros,
 # since redefining one when compiling the C would change nothing
-GENERATION_THRESHOLDS = ("BAND_MIN_ORDER", "BAND_FRACTION")
+GENERATION_THRESHOLDS = ("BAND_MIN_ORDER", "BAND_FRACTION", "SPARSE_MIN_ENTRIES", "SPARSE_FRACTION")
 
 # Sizes are tuples of size names, summed: ("nq", "nui") is NQ + NUI. nw: unknowns
 # of the speed-level solve (speeds, plus the multipliers); nd: the dynamic
@@ -297,6 +307,11 @@ class SubtractProduct:
     b: View
     minuend: View | None = None
     what: str = ""
+    # the looped rendering over the structural non-zeros of ``a`` (a
+    # SparseRows, decided at generation time; see with_sparse_products), or
+    # None: every entry. ``a`` selected by the partition's index array: only
+    # with the model's default partition (another steps through every entry).
+    sparse: object = None
 
 
 @dataclass(frozen=True)
@@ -308,6 +323,11 @@ class AddProduct:
     a: View
     b: View
     what: str = ""
+    # the looped rendering over the structural non-zeros of ``a`` (a
+    # SparseRows, decided at generation time; see with_sparse_products), or
+    # None: every entry. ``a`` selected by the partition's index array: only
+    # with the model's default partition (another steps through every entry).
+    sparse: object = None
 
 
 @dataclass(frozen=True)
@@ -319,6 +339,11 @@ class Multiply:
     a: View
     b: View
     what: str = ""
+    # the looped rendering over the structural non-zeros of ``a`` (a
+    # SparseRows, decided at generation time; see with_sparse_products), or
+    # None: every entry. ``a`` selected by the partition's index array: only
+    # with the model's default partition (another steps through every entry).
+    sparse: object = None
 
 
 @dataclass(frozen=True)
@@ -670,6 +695,43 @@ def with_bands(stages, bands):
                                        otherwise=tuple(map(banded, step.otherwise)))
         return step
     return tuple(dataclasses.replace(stage, steps=tuple(map(banded, stage.steps))) for stage in stages)
+
+
+@dataclass(frozen=True)
+class SparseRows:
+    """The structural non-zeros of a product's left operand ``a`` (a whole
+    block, or its columns of the model's default partition), row by row:
+    those of row i are ``start[i] .. start[i + 1]``, each at ``entry`` in the
+    block's storage and in column ``inner`` of the operand (ascending: the
+    sums are the dense loop's, which skips zeros). ``name``: of its tables."""
+
+    name: str
+    start: tuple
+    entry: tuple
+    inner: tuple
+
+
+PRODUCT_KINDS = ("subtract_product", "add_product", "multiply")
+
+
+def sparse_key(view):
+    """The name of the tables of a product operand's non-zeros."""
+    return view.array + (f"_{view.index}" if view.index else "")
+
+
+def with_sparse_products(stages, patterns):
+    """``stages`` with the products whose left operand has a pattern in
+    ``patterns`` (sparse_key -> SparseRows) sparse."""
+    import dataclasses
+
+    def sparse(step):
+        if step.kind in PRODUCT_KINDS and sparse_key(step.a) in patterns:
+            return dataclasses.replace(step, sparse=patterns[sparse_key(step.a)])
+        if step.kind == "branch":
+            return dataclasses.replace(step, then=tuple(map(sparse, step.then)),
+                                       otherwise=tuple(map(sparse, step.otherwise)))
+        return step
+    return tuple(dataclasses.replace(stage, steps=tuple(map(sparse, stage.steps))) for stage in stages)
 
 
 def step_writes(step):

@@ -117,12 +117,3 @@ static double band_pivot_condition(int n, int lower, int upper, const double *ba
         if (fabs(BAND_AT(band, width, lower, k, k)) < smallest) smallest = fabs(BAND_AT(band, width, lower, k, k));
     return smallest > 0.0 ? scale / smallest : HUGE_VAL;
 }
-
-/* Whether the first n entries of two index arrays agree (the workspace's
-   partition is the one a reordering was chosen for). */
-static int same_indices(int n, const int *a, const int *b)
-{
-    int k;
-    for (k = 0; k < n; ++k) if (a[k] != b[k]) return 0;
-    return 1;
-}
