@@ -56,13 +56,10 @@ def scaled_point(family, module, n):
     """A consistent (q, u) of the model of ``family`` and size n to time at:
     the chain at rest hanging, the four-bar's cranks at 1 rad turning, the
     flexible pendulum hanging undeformed."""
-    import math
     from ..models import flexible_pendulum, fourbar
     if family == "fourbar":
-        phi, l = 1.0, fourbar.DEFAULT_PARAMETERS["l"]
-        q = [value for i in range(n + 1) for value in (i * l + l * math.cos(phi), l * math.sin(phi))]
-        u = [0.0] * (2 * n + 2) + [0.7]
-        return module.complete(q + [phi], u)
+        q, u = fourbar.general(fourbar.DEFAULT_PARAMETERS, loops=n, phi=1.0, omega=0.7)
+        return np.array(q, dtype=float), np.array(u, dtype=float)
     if family == "flexible_pendulum":
         q, u = flexible_pendulum.hanging(flexible_pendulum.DEFAULT_PARAMETERS, n)
         return np.array(q), np.array(u)
