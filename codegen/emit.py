@@ -340,6 +340,19 @@ INT_FIELDS = {"rank_speed": "lw", "rank_rows_c": "lw", "rank_rows_v": "lw", "unk
               "unknown_count": "fw"}
 
 
+def _whole_block(emitter, view, default_columns):
+    """``(block, columns)`` where ``view`` is a whole block the derivation
+    evaluates (its structural non-zeros known), or its columns of the model's
+    default partition (``default_columns``: index set -> the default's
+    indices); else None."""
+    block = emitter.blocks.get(view.array)
+    if (block is None or view.array in emitter.skip or view.row_index or view.row_start
+            or view.rows or view.col_start or view.cols or view.transposed
+            or (view.index is not None and view.index not in default_columns)):
+        return None
+    return block, list(range(block.cols)) if view.index is None else list(default_columns[view.index])
+
+
 def factor_bands(emitter, stages):
     """name -> Band of each factorization worth running banded: a matrix
     whose structural non-zeros the derivation knows (a whole block, or its
@@ -353,13 +366,10 @@ def factor_bands(emitter, stages):
     for step in (step for stage in stages for step in _steps(stage.steps)):
         if not isinstance(step, Factor) or step.name in bands:
             continue
-        view = step.matrix
-        block = emitter.blocks.get(view.array)
-        if (block is None or view.array in emitter.skip or view.row_index or view.row_start
-                or view.rows or view.col_start or view.cols or view.transposed
-                or (view.index is not None and view.index not in default_columns)):
+        found = _whole_block(emitter, step.matrix, default_columns)
+        if found is None:
             continue
-        columns = list(range(block.cols)) if view.index is None else list(default_columns[view.index])
+        block, columns = found
         n = len(columns)
         if n != block.rows or n < THRESHOLDS["BAND_MIN_ORDER"][0]:
             continue
@@ -385,12 +395,10 @@ def sparse_products(emitter, stages):
         if step.kind not in PRODUCT_KINDS or sparse_key(step.a) in patterns:
             continue
         view = step.a
-        block = emitter.blocks.get(view.array)
-        if (block is None or view.array in emitter.skip or view.row_index or view.row_start
-                or view.rows or view.col_start or view.cols or view.transposed
-                or (view.index is not None and view.index not in default_columns)):
+        found = _whole_block(emitter, view, default_columns)
+        if found is None:
             continue
-        columns = list(range(block.cols)) if view.index is None else list(default_columns[view.index])
+        block, columns = found
         position = {column: j for j, column in enumerate(columns)}
         rows = [[] for _ in range(block.rows)]
         for index, _ in block.entries:

@@ -140,6 +140,21 @@ static void identity_view(int rows, int cols, view dst)
    inner x cols. Zero factors of a are skipped (the blocks are sparse); plain
    views of b and c take the inner loop over contiguous memory. */
 enum { SET = 0, SUBTRACT = 1, ADD = 2 };
+
+/* row i of c (cols entries) += factor times row l of b; plain: both views
+   contiguous by rows */
+static void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
+{
+    int j;
+    if (plain) {
+        const double *b_row = b.data + l * b.ld;
+        double *c_row = c.data + i * c.ld;
+        for (j = 0; j < cols; ++j) c_row[j] += factor * b_row[j];
+    } else {
+        for (j = 0; j < cols; ++j) *view_entry(c, i, j) += factor * *view_entry(b, l, j);
+    }
+}
+
 static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
 {
     int i, j, l;
@@ -149,14 +164,7 @@ static void product_view(int rows, int inner, int cols, view a, view b, view c, 
             for (j = 0; j < cols; ++j) *view_entry(c, i, j) = 0.0;
         for (l = 0; l < inner; ++l) {
             const double factor = mode == SUBTRACT ? -*view_entry(a, i, l) : *view_entry(a, i, l);
-            if (factor == 0.0) continue;
-            if (plain) {
-                const double *b_row = b.data + l * b.ld;
-                double *c_row = c.data + i * c.ld;
-                for (j = 0; j < cols; ++j) c_row[j] += factor * b_row[j];
-            } else {
-                for (j = 0; j < cols; ++j) *view_entry(c, i, j) += factor * *view_entry(b, l, j);
-            }
+            if (factor != 0.0) add_row_multiple(factor, b, l, c, i, cols, plain);
         }
     }
 }

@@ -12,15 +12,7 @@ static void sparse_product(int rows, int cols, const int *start, const int *entr
             for (j = 0; j < cols; ++j) *view_entry(c, i, j) = 0.0;
         for (k = start[i]; k < start[i + 1]; ++k) {
             const double factor = mode == SUBTRACT ? -a[entry[k]] : a[entry[k]];
-            const int l = inner[k];
-            if (factor == 0.0) continue;
-            if (plain) {
-                const double *b_row = b.data + l * b.ld;
-                double *c_row = c.data + i * c.ld;
-                for (j = 0; j < cols; ++j) c_row[j] += factor * b_row[j];
-            } else {
-                for (j = 0; j < cols; ++j) *view_entry(c, i, j) += factor * *view_entry(b, l, j);
-            }
+            if (factor != 0.0) add_row_multiple(factor, b, inner[k], c, i, cols, plain);
         }
     }
 }
