@@ -140,7 +140,7 @@ def _code_lines(report):
 def format_report(report):
     """The printed table of one model."""
     lines = _stage_lines(report) + _time_lines(report) + _code_lines(report)
-    lines += ["", "targets (issues 5 and 11; min times of this run):"]
+    lines += ["", "targets (min times of this run):"]
     for target in report.targets:
         lines.append(f"  [{target.verdict:^4}] {target.text:<54} {target.measured}")
     return "\n".join(lines)

@@ -64,7 +64,7 @@ def _python_rows(module, points, settings):
 
 def _local_rows(module, points, settings):
     """linearize_local and linearize on the same batch, one thread, alternating
-    (the issue-11 target: linearize_local per point within 2x of linearize)."""
+    (the target: linearize_local per point within 2x of linearize)."""
     measured = time_local_and_linearize(module, points, settings)
     if measured is None:
         return [Row("local", "ours: linearize_local, batch, one thread", status="skipped",

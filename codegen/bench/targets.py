@@ -85,7 +85,7 @@ def _sympy_targets(get, batch, one_thread):
 
 
 def _local_target(local, plain):
-    """Issue 11: linearize_local per point within 2x of linearize (paired batch rows)."""
+    """linearize_local per point within 2x of linearize (paired batch rows)."""
     text = "linearize_local within 2x of linearize"
     if not (_have(local) and _have(plain)):
         return [Target(text, local.note if local is not None else "not measured", "n/a")]
