@@ -15,10 +15,6 @@ import types
 
 from . import kernel
 
-# what a generated package gets from its model where its template (of an older
-# codegen) did not define it
-_ADDED_TO_PACKAGES = ("state_space", "linearize_local", "linearize_descriptor", "equilibrium",
-                      "descriptor_variables", "RANK_RTOL", "ill_conditioned", "constraint_maps", "call")
 
 
 class GeneratedPackage(types.ModuleType):
@@ -103,16 +99,13 @@ def _model_from_build(reference):
 
 
 def extend_package(model):
-    """Make the generated package that is creating ``model`` picklable, and
-    give it the functions added after its template was written
-    (``state_space``...). The package is the one whose ``_kernel`` is the
-    model's kernel, still being imported; names the package defines itself
-    are left alone."""
+    """Make the generated package that is creating ``model`` picklable. The
+    package is the one whose ``_kernel`` is the model's kernel, still being
+    imported. (The model's other methods reach the package through its
+    module ``__getattr__``; a package of an older template is refused by
+    :func:`kernel.missing_function` before this.)"""
     package = sys.modules.get(kernel.module_name(model._kernel).rpartition(".")[0])
     if package is None or getattr(package, "_kernel", None) is not model._kernel:
         return
     if type(package) is types.ModuleType:
         package.__class__ = GeneratedPackage
-    for attribute in _ADDED_TO_PACKAGES:
-        if attribute not in vars(package):
-            setattr(package, attribute, getattr(model, attribute))
