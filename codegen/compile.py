@@ -63,6 +63,27 @@ OPTIMIZATION_FLAGS = ["-O2"]
 # per call; it is the longest step of a cold build otherwise.
 WRAPPER_OPTIMIZATION_FLAGS = ["-O1"]
 
+# The lane code (<name>_lanes.c, codegen/lanes.py): the flags that make its
+# loops vector instructions while keeping every lane's result the scalar
+# code's, bit for bit: no contraction into fused multiply-adds, no
+# reassociation (no -ffast-math); -fno-math-errno lets sqrt be an instruction
+# (errno only: the same values).
+LANE_FLAGS = ["-O3", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno"]
+# GCC's limit of memory references of a loop it vectorizes is below the
+# largest evaluation parts (the bicycle's Jacobians): raised where the
+# compiler takes it
+LANE_GCC_FLAGS = ["--param", "loop-max-datarefs-for-datadeps=100000"]
+# The instruction sets the lane code is compiled for: (name, flags, lanes W,
+# x86-64 level the C checks at run time before it calls them).
+LANE_TARGETS = {
+    "avx512": (["-march=x86-64-v4", "-mprefer-vector-width=512"], 8, 4),
+    "avx2": (["-march=x86-64-v3"], 8, 3),
+    "portable": ([], 4, None),      # the compiler's default target (SSE2 on x86-64)
+}
+# glibc's vector math library for sin, cos, exp, log, pow in the lanes
+# (CODEGEN_VECTOR_MATH=1): faster, a few ulps from the scalar libm
+VECTOR_MATH_FLAGS = ["-ffp-contract=fast"]
+
 # A model's name becomes file names (".builds/.<name>-<key>.tmp.<pid>.<host>.<random>"
 # must stay under the usual 255-byte limit) and C identifiers.
 MAX_NAME_LENGTH = 64
@@ -142,10 +163,98 @@ def _numpy_and_cython():
     return f"numpy {numpy.__version__} cython {Cython.__version__}"
 
 
+@dataclass(frozen=True)
+class LaneTarget:
+    """What the lane code is compiled for (see :func:`lane_target`)."""
+
+    name: str           # "avx512", "avx2", "portable" or "off"
+    flags: tuple        # compiler flags of <name>_lanes.c
+    lanes: int          # points per block (the C's <NAME>_LANES)
+    level: int | None   # the x86-64 level the model's C checks before calling the lanes
+    vector_math: bool
+
+    def defines(self, name):
+        """-D flags of every file of the build (the header's batch workspace
+        depends on the lane count)."""
+        upper = name.upper()
+        flags = [f"-D{upper}_LANES={self.lanes}"]
+        if self.name != "off":
+            flags.append(f"-D{upper}_LANES_KERNELS")
+            if self.level:
+                flags.append(f"-D{upper}_LANES_ISA={self.level}")
+        return flags
+
+    def key(self):
+        return f"lanes {self.name} {' '.join(self.flags)} vector_math={self.vector_math}"
+
+
+_LANE_TARGET = {}
+
+
+def _accepts(cc, flags):
+    """Whether the compiler compiles an empty file with these flags."""
+    try:
+        result = subprocess.run([cc, *flags, "-x", "c", "-c", "-o", os.devnull, "-"], input="int x;\n",
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0
+
+
+def _host_macros(cc):
+    """The predefined macros of ``-march=native`` (the CPU's instruction
+    sets, as the compiler knows them), or an empty set."""
+    try:
+        result = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", "-"], input="",
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define ")}
+
+
+def lane_target():
+    """The instruction set of the lane code on this machine: the best of
+    :data:`LANE_TARGETS` the CPU has and the compiler takes (AVX-512, then
+    AVX2, else the compiler's default target). ``$CODEGEN_LANES`` chooses one
+    (``avx512``, ``avx2``, ``portable``, or ``off``: no lane code), e.g. for a
+    build cache shared by machines with different CPUs. It is part of the
+    build's cache key, and the C checks the CPU before it runs the lanes.
+    ``$CODEGEN_VECTOR_MATH=1``: glibc's vector sin, cos, exp, log and pow in
+    the lanes (not bit-identical: a few ulps)."""
+    cc = compiler()
+    wanted = os.environ.get("CODEGEN_LANES", "").strip().lower() or None
+    vector_math = os.environ.get("CODEGEN_VECTOR_MATH", "").strip() not in ("", "0")
+    memo = (cc, wanted, vector_math)
+    if memo in _LANE_TARGET:
+        return _LANE_TARGET[memo]
+    if wanted is not None and wanted not in (*LANE_TARGETS, "off"):
+        raise BuildError(f"CODEGEN_LANES={wanted!r}: choose one of {', '.join(LANE_TARGETS)} or off")
+    if wanted == "off":
+        target = LaneTarget("off", (), LANE_TARGETS["portable"][1], None, False)
+    else:
+        if wanted is None:
+            macros = _host_macros(cc)
+            wanted = ("avx512" if {"__AVX512F__", "__AVX512DQ__", "__AVX512VL__", "__AVX512BW__"} <= macros
+                      else "avx2" if {"__AVX2__", "__FMA__"} <= macros else "portable")
+        flags, lanes, level = LANE_TARGETS[wanted]
+        while flags and not _accepts(cc, flags):      # an older compiler: the next target down
+            wanted = "avx2" if wanted == "avx512" else "portable"
+            flags, lanes, level = LANE_TARGETS[wanted]
+        flags = LANE_FLAGS + flags + (VECTOR_MATH_FLAGS if vector_math else [])
+        if _accepts(cc, flags + LANE_GCC_FLAGS):
+            flags += LANE_GCC_FLAGS
+        if not _accepts(cc, flags):
+            wanted, flags, level = "portable", [f for f in LANE_FLAGS if _accepts(cc, [f])], None
+        target = LaneTarget(wanted, tuple(flags), lanes, level, vector_math)
+    _LANE_TARGET[memo] = target
+    return target
+
+
 def cache_key(model_fingerprint, generator_fingerprint):
     h = hashlib.sha256()
     for part in (model_fingerprint, generator_fingerprint, _compiler_identity(),
                  " ".join(C_STANDARD_FLAGS + OPTIMIZATION_FLAGS + WRAPPER_OPTIMIZATION_FLAGS),
+                 lane_target().key(),
                  sysconfig.get_config_var("EXT_SUFFIX"), _numpy_and_cython()):
         h.update(str(part).encode())
         h.update(b"\x00")
@@ -472,10 +581,22 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                 wrapper.cancel()
             wrapper = WrapperTranslation(name, pyx_text, output_dir)
         say(f"cython: translating the wrapper, while {cc} compiles {name}.c")
-        model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, "-c", f"{name}.c",
+        lanes = lane_target()
+        has_lanes = lanes.name != "off" and f"{name}_lanes.c" in sources.files
+        if not has_lanes:
+            lanes = LaneTarget("off", (), lanes.lanes, None, False)
+        defines = lanes.defines(name)
+        model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, "-c", f"{name}.c",
                          "-o", f"{name}.o"]
-        compiling = [(model_command, subprocess.Popen(model_command, cwd=work, stdout=subprocess.PIPE,
-                                                      stderr=subprocess.PIPE, text=True))]
+        commands = [model_command]
+        if has_lanes:
+            # the lane code beside it (the bicycle's takes longer than the rest)
+            commands.insert(0, [cc, *lanes.flags, "-fPIC", *C_STANDARD_FLAGS, *defines,
+                                f"-D{name.upper()}_LANES_SIMD",
+                                *([f"-D{name.upper()}_VECTOR_MATH"] if lanes.vector_math else []),
+                                "-c", f"{name}_lanes.c", "-o", f"{name}_lanes.o"])
+        compiling = [(command, subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, text=True)) for command in commands]
         try:
             wrapper_c = work / f"_{name}_wrapper.c"
             wrapper.finish(wrapper_c)
@@ -487,7 +608,7 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
             import numpy
             numpy_include = numpy.get_include()
             wrapper_command = [cc, *WRAPPER_OPTIMIZATION_FLAGS, "-fPIC", "-I", include, "-I", numpy_include,
-                               "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", "-c",
+                               "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", *defines, "-c",
                                wrapper_c.name, "-o", f"_{name}_wrapper.o"]
             compiling.append((wrapper_command, subprocess.Popen(
                 wrapper_command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
@@ -501,14 +622,21 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                     process.kill()
                     process.wait()
         extension = f"_{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-        _run([cc, "-shared", f"{name}.o", f"_{name}_wrapper.o", "-o", extension, "-lm"], work, "linking")
+        objects = [f"{name}.o", f"_{name}_wrapper.o"] + ([f"{name}_lanes.o"] if has_lanes else [])
+        _run([cc, "-shared", *objects, "-o", extension, *(["-lmvec"] if lanes.vector_math else []), "-lm"],
+             work, "linking")
         timings["compile"] = time.perf_counter() - started
-        for leftover in (wrapper_c, work / f"{name}.o", work / f"_{name}_wrapper.o"):
+        for leftover in (wrapper_c, *(work / o for o in objects)):
             leftover.unlink()
 
         record = {"name": name, "key": key, "extension": extension,
                   "operation_count": sources.operation_count,
                   "temporary_count": sources.temporary_count,
+                  # the lane code of batches: its target and flags, or why there is none
+                  "lanes": {"target": lanes.name, "lanes": lanes.lanes, "flags": list(lanes.flags),
+                            "vector_math": lanes.vector_math} if has_lanes else
+                           {"target": "off", "lanes": lanes.lanes, "why": sources.lanes
+                            if sources.lanes != "lanes" else "CODEGEN_LANES=off"},
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         record.update(extra_record or {})
         record["files"] = _file_facts(work)

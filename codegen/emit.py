@@ -26,9 +26,10 @@ import sympy as sm
 
 from . import __version__
 from . import entry_points as table      # read at each emission (a test adds a row)
-from .entry_points import (FAMILIES, SIZE_NAMES, entry_doc, pyx_argument, pyx_pass,
-                           pyx_signature, signature, size_expression, stage_guards,
+from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx_argument, pyx_pass,
+                           pyx_batch_signature, pyx_signature, signature, size_expression, stage_guards,
                            workspace_layout)
+from .lanes import KERNEL_OUTPUTS, lane_code, lane_doubles
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
@@ -51,6 +52,7 @@ def template_dir():
 # cache key, the CLI, the sweep, the benchmarks) can change without
 # invalidating builds.
 GENERATOR_MODULES = ("__init__.py", "model.py", "derive.py", "emit.py", "procedure.py", "straight_line.py",
+                     "lanes.py",
                      "entry_points.py", "differentiate.py", "printer.py", "partition.py", "status.py",
                      "ordering.py")
 
@@ -85,6 +87,8 @@ class GeneratedSources:
     # numeric stage -> ("straight-line", operations traced) or ("looped", why)
     renderings: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)        # "CSE", "emission": seconds
+    # "lanes" where batches have lane code (<name>_lanes.c), else why not
+    lanes: str = "lanes"
 
 
 class _Block:
@@ -185,7 +189,7 @@ class StageEmitter:
                 for name in self.derivation.stages[stage]
                 if name not in self.skip and self.structural_zeros(name)]
 
-    def stage_statements(self, parts):
+    def stage_statements(self, parts, printer=None, carried_format="carried[{}]"):
         """The statements of each part, as data, when the parts run in this order.
 
         ``parts`` are (name, entries): a stage, or a part of a large one, with
@@ -197,7 +201,9 @@ class StageEmitter:
         C expression, carried slot or None); ``stores``: how many are carried;
         ``entries``: (block, index, C expression)) and the number of carried
         slots, numbered in order. A carried temporary prints as
-        ``carried[slot]`` in the parts that load it."""
+        ``carried[slot]`` in the parts that load it (``carried_format``: its format).
+        ``printer``: the printer of the expressions (default: the scalar
+        code's; :mod:`codegen.lanes` prints them again for a lane)."""
         defined_in = {}
         stages = []
         for k, (stage, entries) in enumerate(parts):
@@ -212,12 +218,14 @@ class StageEmitter:
         carried = sorted({s for stage in stages for s in stage["loads"]},
                          key=lambda s: (defined_in[s], self.position[s]))
         slot = {s: i for i, s in enumerate(carried)}
-        names = self.printer.names
+        printer = printer or self.printer
+        names = printer.names
+        names.update({symbol: str(symbol) for symbol in self.temporaries})
         result = []
         for stage in stages:
             # a carried temporary is read where it is used (no long-lived local)
-            names.update({s: f"carried[{slot[s]}]" for s in stage["loads"]})
-            doprint = self.printer.doprint
+            names.update({s: carried_format.format(slot[s]) for s in stage["loads"]})
+            doprint = printer.doprint
             result.append(dict(
                 name=stage["name"],
                 temporaries=[(str(s), doprint(self.temporary_expr[s]), slot.get(s)) for s in stage["new"]],
@@ -289,6 +297,7 @@ def emit_wrapper(derivation):
     d = derivation
     return environment().get_template("module.pyx.jinja").render(
         name=d.name, NAME=d.name.upper(), version=__version__, entry_points=table.ENTRY_POINTS,
+        pyx_batch_signature=pyx_batch_signature,
         families=FAMILIES, sizes=SIZE_NAMES, pyx_signature=pyx_signature, pyx_argument=pyx_argument,
         pyx_pass=pyx_pass, size_expression=size_expression)
 
@@ -471,6 +480,10 @@ def emit(derivation, progress=None, straight_line_limit=None):
         if stage in straight.sections and caller not in straight.sections:
             del straight.sections[stage]
             straight.looped[stage] = f"its caller, {caller}, is looped"
+    # the lane rendering of the fast path (batches), where there is one
+    lanes, lanes_why = lane_code(emitter, parts, straight, d, d.name.upper())
+    if lanes_why:
+        say(f"no lane code for batches ({lanes_why})")
     renderings = {stage.name: ("looped", straight.looped.get(stage.name, "the rank-revealing half"))
                   if stage.name not in straight.sections
                   else ("straight-line", straight.operation_counts[stage.name])
@@ -541,6 +554,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         families=FAMILIES,
         entry_doc=entry_doc,
         signature=lambda entry: signature(entry, d.name),
+        batch_signature=lambda entry: batch_signature(entry, d.name),
         # the workspace of each family: its arrays with their C sizes
         family_arrays={family: [(name, _array_size(ARRAYS[name], NAME)) for name in names]
                        for family, names in family_arrays.items()},
@@ -555,6 +569,14 @@ def emit(derivation, progress=None, straight_line_limit=None):
         stage_guards=lambda entry: stage_guards(
             entry, stages, {**{stage: d.stages[stage] for stage in d.stages}}),
         # the stages the generated entry point bodies run (a run_<stage> function each)
+        lanes=lanes,
+        kernel_outputs=KERNEL_OUTPUTS,
+        # the default partition's independent rates, as lane code (steadiness)
+        rates=[f"w->qd[{i}][k]" for i in straight.index["independent_q"]]
+        + [f"w->ud[{i}][k]" for i in straight.index["independent_u"]],
+        # doubles of one lane of the batch workspace (1: no lane code)
+        lane_doubles=lane_doubles(lanes, sizes, carried_by_evaluation + straight.carried_count)
+        if lanes else 1,
         run_stages=[stage.name for stage in stages
                     if any(stage.name in entry.stages for entry in table.ENTRY_POINTS if entry.body == "stages")],
     )
@@ -567,8 +589,11 @@ def emit(derivation, progress=None, straight_line_limit=None):
         "Makefile": env.get_template("Makefile.jinja").render(context),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.jinja").render(context),
     }
+    if lanes:
+        files[f"{d.name}_lanes.c"] = env.get_template("lanes.c.jinja").render(context)
     return GeneratedSources(
         name=d.name, files=files, operation_count=emitter.operation_count,
         temporary_count=len(emitter.temporaries),
         timings={"CSE": cse_seconds, "emission": time.perf_counter() - started}, renderings=renderings,
+        lanes=lanes_why or "lanes",
         nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()})

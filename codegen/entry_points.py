@@ -91,6 +91,9 @@ class EntryPoint:
     batch: str | None = "map"
     returns: str = "int"
     workspace_first: bool = False
+    # a C batch entry point <model>_<name>_batch (see batch_signature): None,
+    # or the parameters it has beyond the row's (per point, after its outputs)
+    batch_c: tuple | None = None
 
     @property
     def outputs(self):
@@ -156,7 +159,12 @@ ENTRY_POINTS = (
         ),
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
                 "partition", "solution"),
-        batch="linearize"),
+        batch="linearize",
+        batch_c=(Parameter("condition", "output", "double *", (("2",), ("one",)), True,
+                           "partition_condition(work, 0) after each point"),
+                 Parameter("steady_tol", "option", "double", doc="for unsteady"),
+                 Parameter("unsteady", "output", "int *", (("nx",), ("one",)), True,
+                           "unsteady_states(work, NULL, A, NULL, steady_tol) after each point"))),
     EntryPoint(
         "state_derivative",
         """qd* and ud*, the state derivative of all coordinates and speeds at
@@ -167,7 +175,7 @@ ENTRY_POINTS = (
             Parameter("ud", "output", "double *", (("nu",), ("one",)), True, "ud*", source="ud"),
         ),
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates"),
-        body="stages"),
+        body="stages", batch_c=()),
     EntryPoint(
         "constraint_residuals",
         """The constraint residuals f_c and f_v at (t, q, u, p).""",
@@ -412,6 +420,28 @@ def signature(entry, model):
     return ", ".join(params)
 
 
+def batch_parameters(entry):
+    """The C parameters of ``<model>_<entry>_batch`` beyond the count ``n``
+    and before ``status`` and the batch workspace: each input of a point as
+    a pointer and a stride (in its elements, 0: one shared row), the options
+    shared, the outputs in rows of the points, then the row's ``batch_c``."""
+    params = []
+    for p in entry.parameters:
+        if p.role == "time":
+            params += ["const double *t", "int t_stride"]
+        elif p.role == "point":
+            params += [f"{p.ctype}{p.name}", f"int {p.name}_stride"]
+        else:
+            params.append(f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{p.name}")
+    params += [f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{p.name}" for p in entry.batch_c]
+    return params
+
+
+def batch_signature(entry, model):
+    """The C parameter list of ``<model>_<entry>_batch``."""
+    return ", ".join(["int n", *batch_parameters(entry), "int *status", f"{model}_batch_workspace *work"])
+
+
 FAMILY_ORDER = tuple(FAMILIES)
 
 
@@ -502,6 +532,12 @@ def pyx_signature(entry):
         work = f"{CYTHON_WORKSPACES[entry.family]} *work"
         params = [work] + params if entry.workspace_first else params + [work]
     return ", ".join(params)
+
+
+def pyx_batch_signature(entry):
+    """The parameter list of ``<model>_<entry>_batch`` as the Cython
+    declaration has it."""
+    return ", ".join(["int n", *batch_parameters(entry), "int *status", "batch_workspace *work"])
 
 
 def pyx_argument(parameter):

@@ -74,7 +74,7 @@ class ModelCodePrinter(C99CodePrinter):
         if exponent == -1:
             return f"(1.0/{self.parenthesize(base, PRECEDENCE['Mul'])})"
         if exponent == sm.Rational(-1, 2):
-            return f"(1.0/sqrt({self._print(base)}))"
+            return f"(1.0/{self._ns}sqrt({self._print(base)}))"
         return super()._print_Pow(expr)
 
     def _print_Float(self, expr):

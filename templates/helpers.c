@@ -652,11 +652,38 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
 {
     double negligible = 0.0, largest = 1.0;
     int changed = 1, count = 0, i, j;
+    for (j = 0; j < states; ++j) if (fabs(rate[j]) > largest) largest = fabs(rate[j]);
+    for (j = 0; j < states; ++j) count += !(fabs(rate[j]) <= tol * largest);
+    if (!count) {   /* every rate zero: steady, whichever states are essential */
+        for (j = 0; j < states; ++j) flags[j] = 0;
+        return 0;
+    }
+    count = 0;
     for (i = 0; i < rows; ++i)
         for (j = 0; j < ld; ++j) if (fabs(A[i * ld + j]) > negligible) negligible = fabs(A[i * ld + j]);
     negligible *= ignorable_rtol;   /* rounding in a column that is zero */
     for (j = 0; j < states; ++j) flags[j] = 1;
     for (i = 0; i < rows; ++i) active[i] = 1;
+    if (!E && states <= 64 && rows == states) {
+        /* the same passes on bit sets: column j's rows with a non-zero entry */
+        unsigned long long essential = states == 64 ? ~0ULL : (1ULL << states) - 1, next;
+        unsigned long long column[64];
+        for (j = 0; j < states; ++j) {
+            column[j] = 0;
+            for (i = 0; i < rows; ++i) column[j] |= (unsigned long long)(fabs(A[i * ld + j]) > negligible) << i;
+        }
+        for (;;) {
+            next = 0;
+            for (j = 0; j < states; ++j) next |= (unsigned long long)((essential >> j & 1) && (column[j] & essential)) << j;
+            if (next == essential) break;
+            essential = next;
+        }
+        for (j = 0; j < states; ++j) {
+            flags[j] = (int)(essential >> j & 1) && !(fabs(rate[j]) <= tol * largest);
+            count += flags[j];
+        }
+        return count;
+    }
     while (changed) {
         changed = 0;
         for (j = 0; j < states; ++j) {
@@ -686,7 +713,6 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
             }
         }
     }
-    for (j = 0; j < states; ++j) if (fabs(rate[j]) > largest) largest = fabs(rate[j]);
     for (j = 0; j < states; ++j) {
         flags[j] = flags[j] && !(fabs(rate[j]) <= tol * largest);
         count += flags[j];

@@ -1,0 +1,185 @@
+"""The third rendering of the procedure: lane code, W points at once.
+
+Beside the straight-line rendering (one point, static pivots) and the looped
+one (any partition, the rank-revealing half), the fast path of ``linearize``
+and of ``state_derivative`` is rendered a third time for W points per call:
+every value of the straight-line code becomes W values, one per *lane*,
+stored structure-of-arrays (``w->M_uu[17][k]``: entry 17 of lane k), and the
+body of each stage runs inside one loop over the lanes that the compiler
+turns into vector instructions (``#pragma omp simd``). It is generated from
+the same data as the straight-line code: the CSE statements of the symbolic
+blocks (printed again, with lane names) and the traced operations of
+:mod:`codegen.straight_line` (laid out by the lane macros of
+``templates/lanes.c.jinja``). Nothing of it is written by hand.
+
+What changes in a lane: a check (a static pivot, finiteness, the constraint
+tolerance, the inputs) never returns; it sets the lane's flag, and the
+lane's point is computed again, alone, by the ordinary scalar code (which
+takes the general path or reports the error). So a batch returns exactly what
+per-point calls return: the lanes do the same operations in the same order
+(no reassociation, no contraction into fused multiply-adds), and the math
+functions are the scalar libm's, called lane by lane through functions with
+SIMD variants (``#pragma omp declare simd``), unless the build allows glibc's
+vector math library (``vector_math``: sin, cos, exp, log, pow, a few ulps).
+
+The compiler flags that make this fast (``-O3``, the instruction set, the
+vector width) are the build's (:mod:`codegen.compile`); the lane code is one
+translation unit of its own, ``<name>_lanes.c``, so the model's C keeps its
+portable flags.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .printer import ModelCodePrinter
+from .procedure import ARRAYS
+
+# C math functions the compiler vectorizes itself, exactly (correctly rounded
+# IEEE operations): printed as they are.
+NATIVE_FUNCTIONS = ("sqrt", "fabs")
+
+# The other C99 math functions the printer may print, with their arities. In
+# lane code each is called through a function with a SIMD variant that calls
+# the scalar function lane by lane: the loop around it vectorizes, the values
+# are the scalar ones.
+LIBM_ARITIES = {
+    **{f: 1 for f in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+                      "acosh", "atanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                      "cbrt", "erf", "erfc", "tgamma", "lgamma", "floor", "ceil", "trunc", "round")},
+    **{f: 2 for f in ("pow", "atan2", "hypot", "fmod", "fmax", "fmin", "copysign")},
+}
+
+# glibc's vector math library (libmvec) has had SIMD variants of these since
+# version 2.22 (x86-64): with vector_math the lanes call them (not
+# bit-identical to the scalar libm: a few ulps).
+VECTOR_MATH_FUNCTIONS = ("sin", "cos", "exp", "log", "pow")
+
+# The stages of each lane kernel, in order: "evaluate <stage>" evaluates a
+# stage's symbolic blocks, "constraints" checks them against the tolerance,
+# the others are straight-line sections of codegen.procedure's stages.
+KERNELS = {
+    "linearize": ("evaluate residuals", "evaluate constraint_jacobians", "constraints",
+                  "evaluate kinematics", "kinematic_rates", "evaluate dynamics", "dynamic_rates",
+                  "evaluate jacobians", "partition", "solution"),
+    "state_derivative": ("evaluate residuals", "evaluate constraint_jacobians", "evaluate kinematics",
+                         "kinematic_rates", "evaluate dynamics", "dynamic_rates"),
+}
+
+# the outputs of each kernel, copied out of the lanes of good points
+KERNEL_OUTPUTS = {"linearize": ("A", "B", "A_full", "B_full", "qd", "ud"),
+                  "state_derivative": ("qd", "ud")}
+
+# operations of the straight-line trace the lane macros lay out
+LANE_OPERATIONS = ("define", "scale", "check_pivot", "check_positive", "check_at_most", "reject",
+                   "store", "check_finite", "place_rows", "comment", "check_outputs")
+
+
+class LanePrinter(ModelCodePrinter):
+    """Prints an expression for lane k: every math function through its lane
+    function (``lane_sin``...), see :data:`LIBM_ARITIES`."""
+
+    _ns = "lane_"
+
+
+def lane_names(derivation):
+    """Symbol -> C of lane k (the point's inputs and rates are lane arrays)."""
+    d = derivation
+    names = {d.t: "t[k]"}
+    for label, symbols in (("q", d.q), ("u", d.u), ("qd", d.qd), ("ud", d.ud + d.lam), ("r", d.r),
+                           ("p", d.p)):
+        names.update({symbol: f"{label}[{i}][k]" for i, symbol in enumerate(symbols)})
+    return names
+
+
+@dataclass
+class LaneCode:
+    """What ``templates/lanes.c.jinja`` lays out (None fields: no lane code)."""
+
+    kernels: dict                    # kernel -> its steps (see KERNELS)
+    evaluation: dict                 # stage -> its parts' statements, printed for lane k
+    sections: dict                   # stage -> straight-line operations
+    arrays: list                     # (name, C size) of the lane workspace's arrays
+    functions: list                  # (name, arity, "native" | "scalar" | "vector") used
+    placements: dict = field(default_factory=dict)   # full array -> [(full index, reduced array, index)]
+
+
+def lane_code(emitter, parts, straight, derivation, name_prefix):
+    """The lane rendering, or ``(None, why)`` where there is none (a stage of
+    a kernel without straight-line code, a function without a lane form).
+
+    ``parts``: (part name, stage, entries) of the evaluation, as emitted for
+    the straight-line code; ``straight``: its :class:`StraightLine`."""
+    needed = {step for steps in KERNELS.values() for step in steps if not step.startswith("evaluate")
+              and step != "constraints"}
+    missing = sorted(needed - set(straight.sections))
+    if missing:
+        return None, f"no straight-line code for {', '.join(missing)}"
+    for stage in needed:
+        for o in straight.sections[stage]:
+            if o.op not in LANE_OPERATIONS:
+                return None, f"the straight-line operation {o.op!r} has no lane form"
+    printer = LanePrinter(lane_names(derivation))
+    statements, _ = emitter.stage_statements([(name, entries) for name, _, entries in parts],
+                                             printer=printer, carried_format="carried[{}][k]")
+    evaluation = {}
+    for (name, stage, _), part in zip(parts, statements):
+        evaluation.setdefault(stage, []).append(part)
+    text = "\n".join(expr for part in statements
+                     for expr in [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
+    functions = []
+    for function in sorted(set(re.findall(r"\blane_(\w+)\(", text))):
+        if function in NATIVE_FUNCTIONS:
+            functions.append((function, 1, "native"))
+        elif function in LIBM_ARITIES:
+            functions.append((function, LIBM_ARITIES[function],
+                              "vector" if function in VECTOR_MATH_FUNCTIONS else "scalar"))
+        else:
+            return None, f"the C function {function} has no lane form"
+    # the lane workspace: every array the kernels read or write
+    used = {"carried", "qd", "ud", "A", "B", "A_full", "B_full", "f_c", "f_v"}
+    used |= {block for part in statements for block, _, _ in part["entries"]}
+    for stage in needed:
+        for o in straight.sections[stage]:
+            for value in (*o.args, *o.entries, *o.others, o.pivot, o.value):
+                if getattr(value, "kind", None) == "element":
+                    used.add(value.array)
+            if o.op == "store":
+                used.add(o.array)
+    arrays = [(name, _size(ARRAYS[name], name_prefix)) for name in ARRAYS if name in used]
+    placements = {}
+    sizes = dict(derivation.sizes, one=1)
+    nq = sizes["nq"]
+    rows = list(straight.index["independent_q"]) + [nq + i for i in straight.index["independent_u"]]
+    for o in straight.sections["solution"]:
+        if o.op == "place_rows":
+            for reduced, full, width in o.outputs:
+                n = sizes[width]
+                placements[full] = [(row * n + j, reduced, k * n + j)
+                                    for k, row in enumerate(rows) for j in range(n)]
+    return LaneCode(kernels=KERNELS, evaluation=evaluation,
+                    sections={stage: straight.sections[stage] for stage in needed},
+                    arrays=arrays, functions=functions, placements=placements), None
+
+
+def _size(shape, prefix):
+    """The C size of an array of :data:`codegen.procedure.ARRAYS` (+ 1: C99
+    has no arrays of size zero)."""
+    def terms(names):
+        text = " + ".join("1" if t == "one" else f"{prefix}_{t.upper()}" if t.isalpha() else t
+                          for t in names)
+        return f"({text})" if len(names) > 1 else text
+    return f"{terms(shape[0])} * {terms(shape[1])} + 1"
+
+
+def lane_doubles(code, sizes, carried_count):
+    """The doubles of one lane of the lane workspace (its arrays, the inputs,
+    the carried values, the flag), for the header's size of a batch workspace."""
+    values = dict(sizes, one=1)
+
+    def count(names):
+        return sum(1 if t == "one" else int(t) if t.isdigit() else values[t] for t in names)
+    inputs = 1 + sum(sizes[n] + 1 for n in ("nq", "nu", "nr", "np"))   # t, q, u, r, p
+    arrays = sum(count(ARRAYS[name][0]) * count(ARRAYS[name][1]) + 1 for name, _ in code.arrays)
+    return inputs + arrays + carried_count + 1 + 1 + sizes["nx"] + 1   # carried, the flag, unsteady
