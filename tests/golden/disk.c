@@ -36,6 +36,7 @@
 #define NL DISK_NL
 #define NS DISK_NS
 #define NDESC DISK_NDESC
+#define NOUT DISK_NOUT
 #define SINGULAR_RTOL DISK_SINGULAR_RTOL
 #define PIVOT_TAU DISK_PIVOT_TAU
 #define RANK_RTOL DISK_RANK_RTOL
@@ -89,6 +90,7 @@ const char *const disk_q_names[NQ + 1] = { "q1", "q2", "q3", "q4", "q5", "q6", 0
 const char *const disk_u_names[NU + 1] = { "u1", "u2", "u3", "u4", "u5", "u6", 0 };
 const char *const disk_r_names[NR + 1] = { 0 };
 const char *const disk_p_names[NP + 1] = { "m", "r", "g", 0 };
+const char *const disk_y_names[NOUT + 1] = { 0 };
 const double disk_default_parameters[NP + 1] = { 1.0, 1.0, 1.0, 0.0 };
 const int disk_default_dependent_q[NC + 1] = { 5, -1 };
 const int disk_default_dependent_u[NV + 1] = { 3, 4, 5, -1 };
@@ -1210,6 +1212,16 @@ static void evaluate_jacobians(disk_workspace *w, double t, const double *q,
     w->A_uu[52] = x70;
 }
 
+/*  */
+static void evaluate_outputs(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    const double *qd = w->qd, *ud = w->ud;
+    double *carried = w->carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    
+}
+
 /* qd*: straight-line code with the static pivots */
 static int straight_line_kinematic_rates(disk_workspace *w)
 {
@@ -1887,6 +1899,37 @@ STAGE int general_solution(disk_workspace *w, double t, const double *q,
     }
     if (A_full) copy_view(NQ + NU, NX, make_view(w->A_full, NX, 0, 0, 0), 0, 0, make_view(A_full, NX, 0, 0, 0));
     if (B_full) copy_view(NQ + NU, NR, make_view(w->B_full, NR, 0, 0, 0), 0, 0, make_view(B_full, NR, 0, 0, 0));
+    return DISK_OK;
+}
+
+/* the outputs y and their linearization C, D (after the partition's solution): the looped rendering */
+static int general_outputs(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* Hhat_q = H_q + H_u C_1 = H_q - H_u P_ud K_q */
+    copy_view(NOUT, NQ, make_view(w->H_q, NQ, 0, 0, 0), 0, 0, make_view(w->Hhat_q, NQ, 0, 0, 0));
+    product_view(NOUT, NV, NQ, make_view(w->H_u, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v, (NQ + NUI), 0, 0, 0), make_view(w->Hhat_q, NQ, 0, 0, 0), SUBTRACT);
+    /* Hhat_q C_0 = Hhat_q P_qi - Hhat_q P_qd K_c */
+    copy_view(NOUT, NQI, make_view(w->Hhat_q, NQ, 0, w->independent_q, 0), 0, 0, make_view(w->C_out, NX, 0, 0, 0));
+    product_view(NOUT, NC, NQI, make_view(w->Hhat_q, NQ, 0, w->dependent_q, 0),
+                 make_view(w->K_c, NQI, 0, 0, 0), make_view(w->C_out, NX, 0, 0, 0), SUBTRACT);
+    /* H_u C_2 = H_u P_ui - H_u P_ud K_u */
+    copy_view(NOUT, NUI, make_view(w->H_u, NU, 0, w->independent_u, 0), 0, 0, make_view(w->C_out + NQI, NX, 0, 0, 0));
+    product_view(NOUT, NV, NUI, make_view(w->H_u, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(w->C_out + NQI, NX, 0, 0, 0), SUBTRACT);
+    /* C = [Hhat_q C_0, H_u C_2] + H_rates A' */
+    product_view(NOUT, (NQ + NW), NX, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->A_full, NX, 0, 0, 0), make_view(w->C_out, NX, 0, 0, 0), ADD);
+    /* D = H_r + H_rates B' */
+    copy_view(NOUT, NR, make_view(w->H_r, NR, 0, 0, 0), 0, 0, make_view(w->D_out, NR, 0, 0, 0));
+    product_view(NOUT, (NQ + NW), NR, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->B_full, NR, 0, 0, 0), make_view(w->D_out, NR, 0, 0, 0), ADD);
+    /* y, C and D */
+    if (!view_is_finite(NOUT, 1, make_view(w->y, 1, 0, 0, 0)) || !view_is_finite(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0)) || !view_is_finite(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
     return DISK_OK;
 }
 
@@ -2956,8 +2999,8 @@ const char *const disk_block_names[DISK_NBLOCKS + 1] = { "f_c", "f_v", "J_c", "J
 
 unsigned long disk_workspace_size(const char *function)
 {
-    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", 0 };
-    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), 0 };
+    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", 0 };
+    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), 0 };
     int i, j;
     if (!function) return 0;
     for (i = 0; names[i]; ++i) {
@@ -3102,6 +3145,39 @@ int disk_constraint_maps(double t, const double *q, const double *u, const doubl
                   make_view(K_v, (NQ + NUI), 0, 0, 0));
         if (!all_finite(K_v, NV * (NQ + NUI))) return NONFINITE_RESULT;
     }
+    return DISK_OK;
+}
+
+int disk_outputs(double t, const double *q, const double *u, const double *r, const double *p,
+        const int *dependent_q, const int *dependent_u, double tol, double *y, double *C,
+        double *D, disk_workspace *work)
+{
+    disk_workspace *w = work;
+
+    const int linearization = C || D;
+    int status = prepare(t, q, u, &r, &p, w), violation;
+    if (status == DISK_OK) status = set_partition(dependent_q, dependent_u, w);
+    if (status != DISK_OK) return status;
+    status = evaluate_point(w, t, q, u, r, p);
+    violation = check_constraints(w, tol);   /* reported first: the point is wrong */
+    if (violation != DISK_OK) return violation;
+    if (status != DISK_OK) return status;
+    evaluate_jacobians(w, t, q, u, r, p);
+    if (linearization) {
+        status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
+        if (status != DISK_OK) return status;
+    }
+    evaluate_outputs(w, t, q, u, r, p);
+
+    if (linearization) {
+        status = general_outputs(w, t, q, u, r, p);
+        if (status != DISK_OK) return status;
+    } else if (!all_finite(w->y, NOUT)) {
+        return NONFINITE_RESULT;
+    }
+    if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
+    if (C) copy_view(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0), 0, 0, make_view(C, NX, 0, 0, 0));
+    if (D) copy_view(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0), 0, 0, make_view(D, NR, 0, 0, 0));
     return DISK_OK;
 }
 
@@ -3491,6 +3567,7 @@ const char *disk_status_message(int status)
 #undef NL
 #undef NS
 #undef NDESC
+#undef NOUT
 #undef SINGULAR_RTOL
 #undef PIVOT_TAU
 #undef RANK_RTOL

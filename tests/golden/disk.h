@@ -58,6 +58,7 @@ extern "C" {
 #define DISK_ND (DISK_NW - DISK_NV)   /* dynamic equations: rows of B_u */
 /* variables of the descriptor form: dq, du, dlambda, mu, nu */
 #define DISK_NDESC (DISK_NQ + DISK_NU + DISK_NL + DISK_NC + DISK_NV)
+#define DISK_NOUT 0   /* outputs y (Model(..., outputs=...)): disk_outputs */
 
 /* Status codes. */
 #define DISK_OK 0
@@ -202,6 +203,7 @@ extern const char *const disk_q_names[DISK_NQ + 1];
 extern const char *const disk_u_names[DISK_NU + 1];
 extern const char *const disk_r_names[DISK_NR + 1];
 extern const char *const disk_p_names[DISK_NP + 1];
+extern const char *const disk_y_names[DISK_NOUT + 1];   /* the outputs */
 /* Default parameter values, used when p is NULL. */
 extern const double disk_default_parameters[DISK_NP + 1];
 /* The model's default partition, each list terminated by -1. */
@@ -251,6 +253,14 @@ typedef struct disk_workspace {
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
     double A[DISK_NX * DISK_NX + 1];
     double B[DISK_NX * DISK_NR + 1];
+    double y[DISK_NOUT * 1 + 1];
+    double H_q[DISK_NOUT * DISK_NQ + 1];
+    double H_u[DISK_NOUT * DISK_NU + 1];
+    double H_rates[DISK_NOUT * (DISK_NQ + DISK_NW) + 1];
+    double H_r[DISK_NOUT * DISK_NR + 1];
+    double Hhat_q[DISK_NOUT * DISK_NQ + 1];
+    double C_out[DISK_NOUT * DISK_NX + 1];
+    double D_out[DISK_NOUT * DISK_NR + 1];
     double r_zero[DISK_NR + 1];   /* the inputs where r is NULL */
     /* common subexpressions and factors one stage computes and a later one uses */
     double carried[75 + 1];
@@ -457,6 +467,39 @@ int disk_complete_point(double t, double *q, double *u, const double *p, const i
 int disk_constraint_maps(double t, const double *q, const double *u, const double *p,
         const int *dependent_q, const int *dependent_u, double *J_c, double *J_vq, double *B_v,
         double *K_c, double *K_v, disk_workspace *work);
+
+/*
+ * The outputs y = h(q, qd*, u, ud*, r, t) of the model (its Model(...,
+ * outputs=...): NOUT of them, named in <model>_y_names) at the operating point
+ * (t, q, u, r, p), and their linearization y = C x + D r on the constraint
+ * manifold in the independent states x = [q_i, u_i] of the partition, exact: C
+ * = H_q C_0 + H_u [C_1 C_0, C_2] + H_rates A', D = H_r + H_rates B' (H: the
+ * Jacobians of h with respect to q, u, [qd; ud; lambda] and r; A', B' as
+ * linearize's A_full, B_full with the multipliers' rows). C and D come from the
+ * general path of linearize (any partition); y alone (C and D NULL) needs no
+ * partition.
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   dependent_q      NC, or NULL: the dependent coordinates (NULL: the model's
+ *                    default)
+ *   dependent_u      NV, or NULL: the dependent speeds (NULL: the model's
+ *                    default)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   y (out)          NOUT, or NULL: y = h at the point
+ *   C (out)          NOUT x NX, or NULL: d y/d x on the constraint manifold
+ *   D (out)          NOUT x NR, or NULL: d y/d r
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians, partition, solution, outputs.
+ */
+int disk_outputs(double t, const double *q, const double *u, const double *r, const double *p,
+        const int *dependent_q, const int *dependent_u, double tol, double *y, double *C,
+        double *D, disk_workspace *work);
 
 /*
  * Which blocks of the equations hold NaN or Inf at (t, q, u, r, p), evaluated
