@@ -270,3 +270,65 @@ def test_outputs_enter_the_fingerprint():
     first = pendulum_model(lambda x, **_: {"height": -x}, name="same")
     second = pendulum_model(lambda x, **_: {"height": x}, name="same")
     assert len({plain.fingerprint(), first.fingerprint(), second.fingerprint()}) == 3
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include "NAME.h"
+
+int main(void)
+{
+    NAME_workspace work;
+    const double q[MACRO_NQ] = {QVALUES}, u[MACRO_NU] = {UVALUES}, r[MACRO_NR] = {RVALUES};
+    double y[MACRO_NOUT], C[MACRO_NOUT * MACRO_NX], D[MACRO_NOUT * MACRO_NR];
+    int k, status = NAME_outputs(0.3, q, u, r, 0, 0, 0, 1e-8, y, C, D, &work);
+    printf("%d\n", status);
+    for (k = 0; k < MACRO_NOUT; ++k) printf("%s %.17g\n", NAME_y_names[k], y[k]);
+    for (k = 0; k < MACRO_NOUT * MACRO_NX; ++k) printf("%.17g\n", C[k]);
+    for (k = 0; k < MACRO_NOUT * MACRO_NR; ++k) printf("%.17g\n", D[k]);
+    status = NAME_outputs(0.3, q, u, r, 0, 0, 0, 1e-8, y, 0, 0, &work);   /* y alone */
+    return status;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]],
+                         ids=["strict", "sanitizers"])
+def test_the_c_of_a_model_with_outputs_compiles_strictly_and_agrees(pendulum, tmp_path, flags):
+    """-std=c99 -Wall -Wextra -Werror -pedantic (and the sanitizers), on its
+    own: the same y, C and D as the module."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from codegen.derive import derive
+    from codegen.emit import emit
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    name = "pendulum_outputs"
+    sources = emit(derive(pendulum_model(pendulum_outputs)))
+    for file_name in (f"{name}.c", f"{name}.h"):
+        (tmp_path / file_name).write_text(sources.files[file_name])
+    assert sources.files[f"{name}.c"] == (Path(pendulum.__file__).parent / f"{name}.c").read_text()
+    q, u = moving_point(pendulum)
+    r = np.array([0.4])
+    values = {"QVALUES": q, "UVALUES": u, "RVALUES": r}
+    driver = DRIVER.replace("MACRO", name.upper()).replace("NAME", name)
+    for key, vector in values.items():
+        driver = driver.replace(key, ", ".join(repr(float(x)) for x in vector))
+    (tmp_path / "main.c").write_text(driver)
+    strict = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", *flags]
+    subprocess.run([compiler, *strict, "main.c", f"{name}.c", "-lm", "-o", "main"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    lines = subprocess.run(["./main"], cwd=tmp_path, capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    assert lines[0] == "0"
+    expected = pendulum.outputs(q, u, r, t=0.3)
+    nout = len(pendulum.y_names)
+    assert [line.split()[0] for line in lines[1:1 + nout]] == list(pendulum.y_names)
+    y = [float(line.split()[1]) for line in lines[1:1 + nout]]
+    rest = np.array([float(line) for line in lines[1 + nout:]])
+    np.testing.assert_allclose(y, expected.y, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(rest[:expected.C.size], expected.C.ravel(), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(rest[expected.C.size:], expected.D.ravel(), rtol=1e-13, atol=1e-14)
