@@ -45,6 +45,7 @@ import sympy as sm
 
 from .differentiate import Differentiator
 from .errors import ModelError
+from .model import multipliers
 from .partition import complement
 from .printer import ModelCodePrinter, unprintable
 
@@ -200,6 +201,9 @@ def derive(model, progress=None):
     f_c = plain(model.f_c)
     f_v = plain(model.f_v)
     f_d = plain(model.dynamic)
+    lam = _plain_symbols("lam", model.multipliers)
+    # the outputs may hold the multipliers (codegen.multipliers): the unknowns lam
+    to_plain.update(zip(multipliers(model.multipliers), lam))
     y = plain(model.outputs)
     leftover = set()
     for matrix in (f_k, f_c, f_v, f_d, y):
@@ -211,7 +215,6 @@ def derive(model, progress=None):
                          "which are neither coordinates, speeds, their first derivatives nor inputs")
 
     say("constraint Jacobians")
-    lam = _plain_symbols("lam", model.multipliers)
     differentiate = Differentiator(q + u + qd + ud + lam + r + [t])
     _jacobian = differentiate.jacobian
     J_c = _jacobian(f_c, q)

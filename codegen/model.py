@@ -128,8 +128,15 @@ class Model:
         code evaluates y at a point (``qd*``, ``ud*`` computed there) and
         its linearization ``y = C x + D r`` in the independent states x of
         any partition, exactly: ``C = dh/dq C_0 + dh/du [C_1 C_0, C_2] +
-        dh/d(q', u') A'``, ``D = dh/dr + dh/d(q', u') B'`` (A', B': the rows
-        of all coordinates and speeds of ``linearize_full``). Names must be
+        dh/d(q', u', lambda) A'``, ``D = dh/dr + dh/d(q', u', lambda) B'`` (A',
+        B': the rows of all coordinates and speeds of ``linearize_full``, and
+        of the multipliers). In the multiplier form (velocity constraints,
+        ``reduction="multipliers"``) an output may also hold the multipliers
+        lambda of the velocity constraints, ``codegen.multipliers(m)``: the
+        dynamics are ``F + B_v^T lambda = 0`` with F Kane's ``Fr + Fr*`` of
+        all speeds, so ``B_v^T lambda`` are the generalized active forces of
+        the constraint forces (a rod's tension T on a bob at distance L,
+        f_v = x x' + y y': lambda = -T / L). Names must be
         C identifiers, distinct, and not names of coordinates, speeds or
         inputs. The order of the dict is the order of y.
 
@@ -544,10 +551,17 @@ class Model:
             matrix = _without_auxiliary(matrix, self.kane)
         self._refuse_undefined_functions("output", matrix)
         allowed = self._states() | set(self.inputs)
+        known = set(self.parameters) | set(multipliers(self.multipliers)) | {self.time}
         for name, row in zip(names, matrix):
             foreign = sorted({s for s in find_dynamicsymbols(row) if s not in allowed}, key=str)
-            undeclared = sorted({s for s in row.free_symbols
-                                 if s != self.time and s not in set(self.parameters)}, key=str)
+            undeclared = sorted((s for s in row.free_symbols if s not in known), key=str)
+            extra = [s for s in undeclared if isinstance(s, Multiplier)]
+            if extra:
+                raise ModelError(
+                    f"model {self.name!r}: output {name!r} contains the multipliers "
+                    f"{', '.join(map(str, extra))}, but the model has {self.multipliers} "
+                    "(lambda_0 .. lambda_<m-1> of its m velocity constraints, in the multiplier "
+                    "form only: reduction='multipliers')")
             if foreign or undeclared:
                 readable = _readable_map([row])
                 found = [str(s.xreplace(readable)) for s in foreign] + [str(s) for s in undeclared]
@@ -555,7 +569,8 @@ class Model:
                     f"model {self.name!r}: output {name!r} contains {', '.join(found)}, which "
                     f"{'is' if len(found) == 1 else 'are'} not among the coordinates "
                     f"{self.q_names}, the speeds {self.u_names}, their first time derivatives, "
-                    f"the inputs {self.r_names}, time or the parameters {self.p_names}")
+                    f"the inputs {self.r_names}, time, the parameters {self.p_names} or the "
+                    f"model's multipliers (codegen.multipliers({self.multipliers}))")
         return names, matrix
 
     # -- checks ----------------------------------------------------------------
@@ -856,6 +871,18 @@ class Model:
         return (f"Model({self.name!r}: n={self.n} coordinates ({self.l} dependent), "
                 f"o={self.o} speeds ({self.m} dependent), {self.s} inputs, "
                 f"{len(self.parameters)} parameters)")
+
+
+class Multiplier(sm.Symbol):
+    """lambda_k, the multiplier of the velocity constraint k in the
+    multiplier form of the dynamics (for outputs)."""
+
+
+def multipliers(count):
+    """The multipliers lambda_0 .. lambda_<count-1> of the velocity
+    constraints, for a model's outputs (``Model(..., outputs=...)``; the
+    multiplier form's dynamics ``F + B_v^T lambda = 0``)."""
+    return [Multiplier(f"lambda_{k}", real=True) for k in range(count)]
 
 
 def _structure_digest(sequences):

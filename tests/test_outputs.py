@@ -332,3 +332,29 @@ def test_the_c_of_a_model_with_outputs_compiles_strictly_and_agrees(pendulum, tm
     np.testing.assert_allclose(y, expected.y, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(rest[:expected.C.size], expected.C.ravel(), rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(rest[expected.C.size:], expected.D.ravel(), rtol=1e-13, atol=1e-14)
+
+
+def test_multipliers_as_outputs(build_dir):
+    """The rod's tension through the multiplier of the pendulum's velocity
+    constraint f_v = x ux + y uy (F + B_v^T lambda = 0: lambda = -T / L):
+    m g / L hanging at rest, its linearization against constrained
+    differences (it depends on the input)."""
+    lam, = codegen.multipliers(1)
+    model = pendulum_model(lambda L, **_: {"tension": -lam * L}, name="pendulum_tension")
+    compiled = codegen.build(model, output_dir=build_dir)
+    q, u = compiled.complete([0.0, 0.5], [0.0, 0.0])
+    m, L, g = (PARAMETERS[k] for k in ("m", "L", "g"))
+    np.testing.assert_allclose(compiled.outputs(q, u, [0.0]).y, [m * g], rtol=1e-14)
+    q, u = moving_point(compiled)
+    r = np.array([0.7])
+    result = compiled.outputs(q, u, r, t=0.2)
+    # the tension of a moving pendulum: m (g cos + L w^2) + F sin, angle from the vertical
+    angle, rate = np.arctan2(q[0], q[1]), u[0] / q[1]
+    np.testing.assert_allclose(result.y, [m * (g * np.cos(angle) + L * rate**2) + r[0] * np.sin(angle)],
+                               rtol=1e-12)
+    C, D = manifold_differences(compiled, q, u, r, 0.2)
+    np.testing.assert_allclose(result.C, C, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(result.D, D, rtol=1e-7, atol=1e-7)
+    assert abs(result.D[0, 0]) > 0.1
+    with pytest.raises(ModelError, match="contains the multipliers lambda_1, but the model has 1"):
+        pendulum_model(lambda **_: {"bad": codegen.multipliers(2)[1]}, name="bad_multiplier")
