@@ -11,6 +11,7 @@ evaluated (Peterson's thesis chapter; Peterson, Gede and Hubbard):
                                                          X C_2 = X P_ui - X P_ud K_u
     A'  = M^-1 A~, B' = M^-1 [0; 0; B_u]   (block forward substitution, M = [M_qq 0; M_uq M_uu])
     A, B = the rows of A', B' of the independent states
+    C, D = [Hhat_q C_0, H_u C_2] + H_rates A', H_r + H_rates B'   (the outputs y = h(q, qd, u, ud, r, t))
 
 and, where a partition does not serve (Spencer's thesis: SVD null spaces and
 local parametrizations; González et al.: the descriptor form), the rank-
