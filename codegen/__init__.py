@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Model": "codegen.model",
+    "multipliers": "codegen.model",
     "build": "codegen.pipeline",
     "build_artifact": "codegen.pipeline",
     "load_model_file": "codegen.pipeline",

@@ -45,6 +45,7 @@ import sympy as sm
 
 from .differentiate import Differentiator
 from .errors import ModelError
+from .model import multipliers
 from .partition import complement
 from .printer import ModelCodePrinter, unprintable
 
@@ -72,6 +73,7 @@ class Derivation:
     parameter_values: list
     dependent_q: list  # default partition: indices into q
     dependent_u: list  # indices into u
+    y_names: list = field(default_factory=list)   # the model's outputs, in the order of y
     # name -> sympy Matrix, in the order the numeric stage computes them
     blocks: dict = field(default_factory=dict)
     # which blocks each stage of the numeric procedure evaluates
@@ -83,7 +85,7 @@ class Derivation:
         nq, nu, nc, nv = len(self.q), len(self.u), len(self.dependent_q), len(self.dependent_u)
         return dict(nq=nq, nu=nu, nr=len(self.r), np=len(self.p), nc=nc, nv=nv,
                     nl=len(self.lam), nw=nu + len(self.lam), nqi=nq - nc, nui=nu - nv,
-                    nx=nq - nc + nu - nv, nd=nu + len(self.lam) - nv)
+                    nx=nq - nc + nu - nv, nd=nu + len(self.lam) - nv, nout=len(self.y_names))
 
     @property
     def independent_q(self):
@@ -199,8 +201,12 @@ def derive(model, progress=None):
     f_c = plain(model.f_c)
     f_v = plain(model.f_v)
     f_d = plain(model.dynamic)
+    lam = _plain_symbols("lam", model.multipliers)
+    # the outputs may hold the multipliers (codegen.multipliers): the unknowns lam
+    to_plain.update(zip(multipliers(model.multipliers), lam))
+    y = plain(model.outputs)
     leftover = set()
-    for matrix in (f_k, f_c, f_v, f_d):
+    for matrix in (f_k, f_c, f_v, f_d, y):
         for expr in matrix:
             leftover |= {a for a in expr.atoms(sm.Function, sm.Derivative)
                          if isinstance(a, sm.Derivative) or isinstance(a.func, sm.core.function.UndefinedFunction)}
@@ -209,7 +215,6 @@ def derive(model, progress=None):
                          "which are neither coordinates, speeds, their first derivatives nor inputs")
 
     say("constraint Jacobians")
-    lam = _plain_symbols("lam", model.multipliers)
     differentiate = Differentiator(q + u + qd + ud + lam + r + [t])
     _jacobian = differentiate.jacobian
     J_c = _jacobian(f_c, q)
@@ -243,6 +248,16 @@ def derive(model, progress=None):
     if any(e.has(*unknowns) for e in M_uu):
         raise ModelError(f"model {model.name!r}: dynamic equations must be linear in ud")
 
+    say("output blocks")
+    # y = h(q, qd, u, ud, r, t) and its Jacobians; the numeric stage forms
+    # C = H_q C_0 + H_u [C_1 C_0, C_2] + H_rates A', D = H_r + H_rates B'
+    # (H_rates = dh/d[qd; ud; lambda]: the rows of all rates of A', B')
+    output_blocks = {
+        "y": y,
+        "H_q": _jacobian(y, q), "H_u": _jacobian(y, u),
+        "H_rates": _jacobian(y, qd + unknowns), "H_r": _jacobian(y, r),
+    }
+
     kinematic_residual = _zero_at(f_k, qd)        # = -M_qq qd*
     speed_residual = _zero_at(f_u, unknowns)      # = -M_uu [ud*; lambda*]
 
@@ -252,6 +267,7 @@ def derive(model, progress=None):
         "M_qq": M_qq, "kinematic_residual": kinematic_residual,
         "M_uu": M_uu, "speed_residual": speed_residual,
         "A_qq": A_qq, "A_qu": A_qu, "M_uq": M_uq, "A_uq": A_uq, "A_uu": A_uu, "B_u": B_u,
+        **output_blocks,
     }
     stages = {
         # in the order a call evaluates them (codegen/procedure.py); each needs
@@ -262,6 +278,8 @@ def derive(model, progress=None):
         "dynamics": ["M_uu", "speed_residual"],              # ud*: needs qd* as well
         # the Jacobian blocks at (q, qd*, u, ud*, r, t, p)
         "jacobians": ["A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u"],
+        # the outputs and their Jacobians at the same point
+        "outputs": list(output_blocks),
     }
     say("checking every block is printable C")
     _check_printable(blocks, model.name)
@@ -274,4 +292,5 @@ def derive(model, progress=None):
         lam=lam,
         q_names=model.q_names, u_names=model.u_names, r_names=model.r_names, p_names=model.p_names,
         parameter_values=list(model.parameter_values),
-        dependent_q=dependent_q, dependent_u=dependent_u, blocks=blocks, stages=stages)
+        dependent_q=dependent_q, dependent_u=dependent_u, blocks=blocks, stages=stages,
+        y_names=list(model.y_names))

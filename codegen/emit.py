@@ -326,6 +326,9 @@ STRAIGHT_LINE_REQUIRES = {"partition": ("kinematic_rates", "dynamic_rates"),
                           "solution": ("kinematic_rates", "dynamic_rates", "partition"),
                           "local_chart": ("solution",)}
 
+# why a stage of the partition path has only the looped rendering
+LOOPED_ONLY = {"outputs": "after the general path of linearize, for any partition"}
+
 # straight-line stages that run only before another straight-line stage
 STRAIGHT_LINE_CALLERS = {"partition": "solution"}
 
@@ -484,7 +487,8 @@ def emit(derivation, progress=None, straight_line_limit=None):
     lanes, lanes_why = lane_code(emitter, parts, straight, d, d.name.upper())
     if lanes_why:
         say(f"no lane code for batches ({lanes_why})")
-    renderings = {stage.name: ("looped", straight.looped.get(stage.name, "the rank-revealing half"))
+    renderings = {stage.name: ("looped", straight.looped.get(stage.name, LOOPED_ONLY.get(
+                      stage.name, "the rank-revealing half")))
                   if stage.name not in straight.sections
                   else ("straight-line", straight.operation_counts[stage.name])
                   for stage in stages if stage.steps}
@@ -499,7 +503,10 @@ def emit(derivation, progress=None, straight_line_limit=None):
     separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
     separate.update({part["name"]: True for group in evaluation.values() if len(group) > 1 for part in group})
     evaluated = sorted(set(BLOCK_ORDER) & (set(d.blocks) | {"qd", "ud"}), key=BLOCK_ORDER.index)
-    family_arrays, stage_family, array_family = workspace_layout(stages, evaluated)
+    # the output blocks are evaluated into the base workspace too (not
+    # nonfinite_blocks' flags: a linearization does not evaluate them)
+    family_arrays, stage_family, array_family = workspace_layout(
+        stages, evaluated + list(d.stages["outputs"]))
     NAME = d.name.upper()
     factors_by_name = {step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)}
     all_steps = [step for stage in stages for step in _steps(stage.steps)]
@@ -511,6 +518,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         version=__version__,
         sizes=sizes,
         q_names=d.q_names, u_names=d.u_names, r_names=d.r_names, p_names=d.p_names,
+        y_names=d.y_names,
         parameter_values=[repr(float(v)) for v in d.parameter_values],
         dependent_q=d.dependent_q, dependent_u=d.dependent_u,
         independent_q=straight.index["independent_q"], independent_u=straight.index["independent_u"],

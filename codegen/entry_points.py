@@ -218,6 +218,27 @@ ENTRY_POINTS = (
         stages=("residuals", "constraint_jacobians", "partition"),
         body="stages"),
     EntryPoint(
+        "outputs",
+        """The outputs y = h(q, qd*, u, ud*, r, t) of the model (its
+        Model(..., outputs=...): NOUT of them, named in <model>_y_names) at
+        the operating point (t, q, u, r, p), and their linearization
+        y = C x + D r on the constraint manifold in the independent states
+        x = [q_i, u_i] of the partition, exact: C = H_q C_0 + H_u [C_1 C_0,
+        C_2] + H_rates A', D = H_r + H_rates B' (H: the Jacobians of h with
+        respect to q, u, [qd; ud; lambda] and r; A', B' as linearize's
+        A_full, B_full with the multipliers' rows). C and D come from the
+        general path of linearize (any partition); y alone (C and D NULL)
+        needs no partition.""",
+        POINT + (
+            DEPENDENT_Q, DEPENDENT_U, TOL,
+            Parameter("y", "output", "double *", (("nout",), ("one",)), True, "y = h at the point"),
+            Parameter("C", "output", "double *", (("nout",), ("nx",)), True,
+                      "d y/d x on the constraint manifold"),
+            Parameter("D", "output", "double *", (("nout",), ("nr",)), True, "d y/d r"),
+        ),
+        stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
+                "partition", "solution", "outputs")),
+    EntryPoint(
         "nonfinite_blocks",
         """Which blocks of the equations hold NaN or Inf at (t, q, u, r, p),
         evaluated in the order of a linearization (the constraint check
@@ -576,7 +597,7 @@ def size_expression(terms):
 
 # the size constants of a model (header macros <NAME>_<SIZE>), in the kernel too
 SIZE_NAMES = ("nq", "nu", "nr", "np", "nc", "nv", "nqi", "nui", "nx", "nw", "nl", "ns", "nd", "ndesc",
-              "nblocks")
+              "nblocks", "nout")
 
 
 def stage_guards(entry, stages, evaluated_by):

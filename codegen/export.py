@@ -1,6 +1,7 @@
 """Export a built model as a self-contained C folder for embedding.
 
-The folder holds ``<name>.c``, ``<name>.h``, a ``Makefile`` and a
+The folder holds ``<name>.c``, ``<name>.h`` (and ``<name>_lanes.c``, the
+lane code of the batches, where the model has it), a ``Makefile`` and a
 ``CMakeLists.txt`` (both build a static library with only a C compiler and
 libm) and an example ``main.c`` that linearizes at a consistent operating point
 and prints A and B.
@@ -16,6 +17,8 @@ from .emit import environment
 from .errors import BuildError
 
 C_FILES = ("{name}.c", "{name}.h", "Makefile", "CMakeLists.txt")
+# the lane code of the batches, where the model has it
+OPTIONAL_C_FILES = ("{name}_lanes.c",)
 
 
 def export_c(package_dir, destination, name, point_label, t, q, u, r):
@@ -28,8 +31,10 @@ def export_c(package_dir, destination, name, point_label, t, q, u, r):
         r=[repr(float(v)) for v in (r if r is not None else [])])
     try:
         destination.mkdir(parents=True, exist_ok=True)
-        for pattern in C_FILES:
+        for pattern in C_FILES + OPTIONAL_C_FILES:
             file_name = pattern.format(name=name)
+            if pattern in OPTIONAL_C_FILES and not (Path(package_dir) / file_name).exists():
+                continue
             shutil.copyfile(Path(package_dir) / file_name, destination / file_name)
         (destination / "main.c").write_text(text)
     except OSError as error:

@@ -116,16 +116,29 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     missing = sorted(needed - set(straight.sections))
     if missing:
         return None, f"no straight-line code for {', '.join(missing)}"
-    for stage in needed:
+    for stage in sorted(needed):
         for o in straight.sections[stage]:
             if o.op not in LANE_OPERATIONS:
                 return None, f"the straight-line operation {o.op!r} has no lane form"
     printer = LanePrinter(lane_names(derivation))
     statements, _ = emitter.stage_statements([(name, entries) for name, _, entries in parts],
                                              printer=printer, carried_format="carried[{}][k]")
+    evaluated = {step.split()[1] for steps in KERNELS.values() for step in steps
+                 if step.startswith("evaluate")}
+    last = max(k for k, (_, stage, _) in enumerate(parts) if stage in evaluated)
+    if any(stage not in evaluated for _, stage, _ in parts[:last]):
+        # a later part would load a temporary an earlier, unrendered one stores
+        return None, "a stage the kernels do not evaluate comes before one they do"
     evaluation = {}
     for (name, stage, _), part in zip(parts, statements):
-        evaluation.setdefault(stage, []).append(part)
+        if stage in evaluated:
+            evaluation.setdefault(stage, []).append(part)
+    statements = [part for (_, stage, _), part in zip(parts, statements) if stage in evaluated]
+    calling = re.compile(r"\blane_(?!(?:%s)\()\w+\(" % "|".join(NATIVE_FUNCTIONS))
+    for part in statements:
+        # whether the part calls a math function lane by lane (see LANE_LOOP_CALLS)
+        part["calls"] = any(calling.search(expr) for expr in
+                            [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
     text = "\n".join(expr for part in statements
                      for expr in [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
     functions = []
@@ -140,7 +153,7 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     # the lane workspace: every array the kernels read or write
     used = {"carried", "qd", "ud", "A", "B", "A_full", "B_full", "f_c", "f_v"}
     used |= {block for part in statements for block, _, _ in part["entries"]}
-    for stage in needed:
+    for stage in sorted(needed):
         for o in straight.sections[stage]:
             for value in (*o.args, *o.entries, *o.others, o.pivot, o.value):
                 if getattr(value, "kind", None) == "element":
@@ -159,7 +172,8 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
                 placements[full] = [(row * n + j, reduced, k * n + j)
                                     for k, row in enumerate(rows) for j in range(n)]
     return LaneCode(kernels=KERNELS, evaluation=evaluation,
-                    sections={stage: straight.sections[stage] for stage in needed},
+                    sections={stage: section for stage, section in straight.sections.items()
+                              if stage in needed},
                     arrays=arrays, functions=functions, placements=placements), None
 
 

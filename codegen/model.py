@@ -41,6 +41,7 @@ import re
 
 import sympy as sm
 from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols
+from sympy.physics.vector import Vector
 
 from . import eom, sympy_adapter
 from .differentiate import Differentiator   # memoized derivatives (SymPy's diff is slow on the bicycle)
@@ -119,6 +120,26 @@ class Model:
         constraints to holonomic ones, pass both, e.g.
         ``velocity_constraints=[*(f.diff(t) for f in f_c), *f_nh]``.
 
+    outputs : dict, optional
+        Measurements ``y = h(q, u, q', u', r, t, p)`` by name: name -> a SymPy
+        expression in the coordinates, the speeds, their first time
+        derivatives (``u'``: accelerations), the inputs, time and the
+        parameters (every other symbol is refused, named). The generated
+        code evaluates y at a point (``qd*``, ``ud*`` computed there) and
+        its linearization ``y = C x + D r`` in the independent states x of
+        any partition, exactly: ``C = dh/dq C_0 + dh/du [C_1 C_0, C_2] +
+        dh/d(q', u', lambda) A'``, ``D = dh/dr + dh/d(q', u', lambda) B'`` (A',
+        B': the rows of all coordinates and speeds of ``linearize_full``, and
+        of the multipliers). In the multiplier form (velocity constraints,
+        ``reduction="multipliers"``) an output may also hold the multipliers
+        lambda of the velocity constraints, ``codegen.multipliers(m)``: the
+        dynamics are ``F + B_v^T lambda = 0`` with F Kane's ``Fr + Fr*`` of
+        all speeds, so ``B_v^T lambda`` are the generalized active forces of
+        the constraint forces (a rod's tension T on a bob at distance L,
+        f_v = x x' + y y': lambda = -T / L). Names must be
+        C identifiers, distinct, and not names of coordinates, speeds or
+        inputs. The order of the dict is the order of y.
+
     Constraints given to Model
     --------------------------
     The generated code takes one dependent coordinate per configuration
@@ -169,7 +190,7 @@ class Model:
 
     def __init__(self, equations, parameters, inputs=None, name="model", description="",
                  reduction="auto", dependent_q=None, dependent_u=None,
-                 configuration_constraints=None, velocity_constraints=None):
+                 configuration_constraints=None, velocity_constraints=None, outputs=None):
         if not _IDENTIFIER.match(name):
             raise ModelError(f"model name {name!r} must be a C identifier")
         if reduction not in ("auto", "multipliers", "kane"):
@@ -235,6 +256,7 @@ class Model:
         self._refuse_undefined_functions("dynamic equation", self.dynamic, time_varying)
         self.inputs = self._find_inputs(inputs, time_varying)
         self._refuse_undeclared_symbols([self.dynamic])
+        self.y_names, self.outputs = self._take_outputs(outputs)
 
     def _from_kanes_method(self, kane, reduction):
         """q, u, the default partition and the residuals of a KanesMethod;
@@ -489,6 +511,67 @@ class Model:
     @property
     def p_names(self):
         return [_name(s) for s in self.parameters]
+
+    # -- outputs -----------------------------------------------------------------
+    def _take_outputs(self, outputs):
+        """The names and the column Matrix of the output expressions (see the
+        class docstring), checked: names, and only the model's own symbols."""
+        if outputs is None:
+            return [], sm.zeros(0, 1)
+        if not isinstance(outputs, dict):
+            raise ModelError(f"model {self.name!r}: outputs must be a dict name -> expression, "
+                             f"not {type(outputs).__name__}")
+        names, rows = [], []
+        taken = {"coordinate": self.q_names, "speed": self.u_names, "input": self.r_names}
+        for name, expression in outputs.items():
+            if not isinstance(name, str) or not _IDENTIFIER.match(name):
+                raise ModelError(f"model {self.name!r}: output name {name!r} must be a C identifier")
+            for kind, known in taken.items():
+                if name in known:
+                    raise ModelError(
+                        f"model {self.name!r}: output name {name!r} is the name of a {kind}; "
+                        "state_space takes coordinates, speeds and outputs by name: choose "
+                        "another name")
+            try:
+                expression = sm.sympify(expression)
+            except (sm.SympifyError, TypeError) as error:
+                raise ModelError(f"model {self.name!r}: output {name!r} is not a SymPy "
+                                 f"expression: {error}") from None
+            if isinstance(expression, (sm.MatrixBase, Vector)) or \
+                    not isinstance(expression, sm.Expr):
+                raise ModelError(f"model {self.name!r}: output {name!r} must be a scalar "
+                                 f"expression, got {type(expression).__name__} (a vector "
+                                 "gives one output per component: .dot(N.x), ...)")
+            names.append(name)
+            rows.append(expression)
+        if len(set(names)) != len(names):
+            raise ModelError(f"model {self.name!r}: output names must be distinct: {names}")
+        matrix = sm.Matrix(rows) if rows else sm.zeros(0, 1)
+        if self.kane is not None:
+            matrix = _without_auxiliary(matrix, self.kane)
+        self._refuse_undefined_functions("output", matrix)
+        allowed = self._states() | set(self.inputs)
+        known = set(self.parameters) | set(multipliers(self.multipliers)) | {self.time}
+        for name, row in zip(names, matrix):
+            foreign = sorted({s for s in find_dynamicsymbols(row) if s not in allowed}, key=str)
+            undeclared = sorted((s for s in row.free_symbols if s not in known), key=str)
+            extra = [s for s in undeclared if isinstance(s, Multiplier)]
+            if extra:
+                raise ModelError(
+                    f"model {self.name!r}: output {name!r} contains the multipliers "
+                    f"{', '.join(map(str, extra))}, but the model has {self.multipliers} "
+                    "(lambda_0 .. lambda_<m-1> of its m velocity constraints, in the multiplier "
+                    "form only: reduction='multipliers')")
+            if foreign or undeclared:
+                readable = _readable_map([row])
+                found = [str(s.xreplace(readable)) for s in foreign] + [str(s) for s in undeclared]
+                raise ModelError(
+                    f"model {self.name!r}: output {name!r} contains {', '.join(found)}, which "
+                    f"{'is' if len(found) == 1 else 'are'} not among the coordinates "
+                    f"{self.q_names}, the speeds {self.u_names}, their first time derivatives, "
+                    f"the inputs {self.r_names}, time, the parameters {self.p_names} or the "
+                    f"model's multipliers (codegen.multipliers({self.multipliers}))")
+        return names, matrix
 
     # -- checks ----------------------------------------------------------------
     def _check_sizes(self):
@@ -776,15 +859,30 @@ class Model:
         for part in (self.name, self.description, self.reduction, repr(self.parameter_values)):
             h.update(part.encode())
             h.update(b"\x00")
-        h.update(_structure_digest([self.q, self.u, self.q_dependent, self.u_dependent, self.inputs,
-                                    self.parameters, self.kinematic, self.f_c, self.f_v,
-                                    self.dynamic]).encode())
+        sequences = [self.q, self.u, self.q_dependent, self.u_dependent, self.inputs,
+                     self.parameters, self.kinematic, self.f_c, self.f_v, self.dynamic]
+        if self.y_names:      # a model without outputs keeps the fingerprint it had
+            h.update(repr(self.y_names).encode())
+            sequences.append(self.outputs)
+        h.update(_structure_digest(sequences).encode())
         return h.hexdigest()
 
     def __repr__(self):
         return (f"Model({self.name!r}: n={self.n} coordinates ({self.l} dependent), "
                 f"o={self.o} speeds ({self.m} dependent), {self.s} inputs, "
                 f"{len(self.parameters)} parameters)")
+
+
+class Multiplier(sm.Symbol):
+    """lambda_k, the multiplier of the velocity constraint k in the
+    multiplier form of the dynamics (for outputs)."""
+
+
+def multipliers(count):
+    """The multipliers lambda_0 .. lambda_<count-1> of the velocity
+    constraints, for a model's outputs (``Model(..., outputs=...)``; the
+    multiplier form's dynamics ``F + B_v^T lambda = 0``)."""
+    return [Multiplier(f"lambda_{k}", real=True) for k in range(count)]
 
 
 def _structure_digest(sequences):

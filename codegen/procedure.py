@@ -11,6 +11,7 @@ evaluated (Peterson's thesis chapter; Peterson, Gede and Hubbard):
                                                          X C_2 = X P_ui - X P_ud K_u
     A'  = M^-1 A~, B' = M^-1 [0; 0; B_u]   (block forward substitution, M = [M_qq 0; M_uq M_uu])
     A, B = the rows of A', B' of the independent states
+    C, D = [Hhat_q C_0, H_u C_2] + H_rates A', H_r + H_rates B'   (the outputs y = h(q, qd, u, ud, r, t))
 
 and, where a partition does not serve (Spencer's thesis: SVD null spaces and
 local parametrizations; González et al.: the descriptor form), the rank-
@@ -148,6 +149,12 @@ ARRAYS = {
     "Ahat_q": (("nq",), ("nq",)), "Ahat_u": (("nw",), ("nq",)),
     "A_full": (("nq", "nw"), ("nx",)), "B_full": (("nq", "nw"), ("nr",)),
     "A": (("nx",), ("nx",)), "B": (("nx",), ("nr",)),
+    # -- the outputs y = h(q, qd, u, ud, r, t) and their linearization C, D
+    #    (the blocks y, H_q, H_u, H_rates = dh/d[qd; ud; lambda], H_r, and
+    #    the numeric stage's products)
+    "y": (("nout",), ("one",)), "H_q": (("nout",), ("nq",)), "H_u": (("nout",), ("nu",)),
+    "H_rates": (("nout",), ("nq", "nw")), "H_r": (("nout",), ("nr",)),
+    "Hhat_q": (("nout",), ("nq",)), "C_out": (("nout",), ("nx",)), "D_out": (("nout",), ("nr",)),
     # -- the local form in a partition's chart (transposed where the
     #    partition's index sets select columns)
     "N_qT": (("nqi",), ("nq",)), "N_uT": (("nui",), ("nu",)),
@@ -837,6 +844,26 @@ def _solution(kinematic_identity):
     return tuple(steps)
 
 
+# The linearization of the outputs y = h(q, qd, u, ud, r, t) on the constraint
+# manifold, in the independent states x = [q_i, u_i] of the workspace's
+# partition, after the solution (its K_c, K_v and all rows of A', B', the
+# multipliers' included, in the workspace): dq = C_0 dq_i, du = C_1 dq + C_2
+# du_i, d[qd; ud; lambda] = A' x + B' dr, so
+#     C = [Hhat_q C_0, H_u C_2] + H_rates A',  Hhat_q = H_q + H_u C_1 = H_q - H_u P_ud K_q
+#     D = H_r + H_rates B'
+# (DESIGN.md, section 3e): the products of the solution with H for A.
+OUTPUTS = (
+    SubtractProduct(View("Hhat_q"), View("H_u", index="dependent_u"), K_q, minuend=View("H_q"),
+                    what="Hhat_q = H_q + H_u C_1 = H_q - H_u P_ud K_q"),
+    *_times_C(View("C_out"), "Hhat_q", "H_u"),
+    AddProduct(View("C_out"), View("H_rates"), View("A_full"),
+               what="C = [Hhat_q C_0, H_u C_2] + H_rates A'"),
+    Copy(View("D_out"), View("H_r"), what="D = H_r + H_rates B'"),
+    AddProduct(View("D_out"), View("H_rates"), View("B_full")),
+    CheckFinite((View("y"), View("C_out"), View("D_out")), what="y, C and D"),
+)
+
+
 def completion_steps(stages):
     """complete_point: the Newton step on f_c(q) = 0 for the dependent
     coordinates, and the one exact step of f_v(u) = 0 (linear in u) for the
@@ -1216,6 +1243,9 @@ def procedure(kinematic_identity, multipliers=True):
         Stage("jacobians", "jacobians", (), "the Jacobian blocks at (q, qd*, u, ud*, r, t)"),
         Stage("partition", None, PARTITION, "the partition's K_c and K_v"),
         Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
+        Stage("outputs", "outputs", OUTPUTS,
+              "the outputs y and their linearization C, D (after the partition's solution)",
+              renderings="looped"),
         Stage("local_chart", None, _local_chart(),
               "the local form at a regular point, in a partition's chart",
               reads_stored=("A", "B")),

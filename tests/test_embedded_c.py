@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import codegen
+from codegen.compile import lane_target
 from codegen.export import export_c
 
 DRIVER = Path(__file__).parent / "c" / "driver.c"
@@ -90,14 +91,30 @@ def test_object_file_allocates_nothing_and_has_no_mutable_globals(disk_export, t
     assert all(name.startswith("disk_") for name in defined), defined
 
 
-def compile_driver(module, tmp_path, extra_flags):
+def compile_driver(module, tmp_path, extra_flags, lanes="native"):
+    """The driver with the model's C; ``lanes``: the lane code linked too,
+    compiled for this machine's target ("native", as the module is), for the
+    compiler's default target ("portable": valgrind knows no AVX-512), or
+    not at all (None: the batches run one point at a time)."""
     name = module.name
     folder = package_dir(module)
     flags = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-g", "-O1", "-pthread",
              f"-DPREFIX={name}", f"-DUPREFIX={name.upper()}", f'-DHEADER="{name}.h"', f"-I{folder}"]
     binary = tmp_path / f"driver_{name}"
-    subprocess.run(["cc", *flags, *extra_flags, str(DRIVER), str(folder / f"{name}.c"), "-o", str(binary),
-                    "-lm"], check=True, capture_output=True)
+    sources = [str(DRIVER), str(folder / f"{name}.c")]
+    if lanes:
+        target = lane_target()
+        lane_flags = [f for f in target.flags if not f.startswith(("-march", "-mprefer"))] \
+            if lanes == "portable" else list(target.flags)
+        objects = tmp_path / "lanes.o"
+        subprocess.run(["cc", *lane_flags, *flags, *extra_flags, f"-D{name.upper()}_LANES_SIMD", "-c",
+                        str(folder / f"{name}_lanes.c"), "-o", str(objects)], check=True, capture_output=True)
+        flags.append(f"-D{name.upper()}_LANES_KERNELS")
+        if lanes == "native" and target.level:
+            flags.append(f"-D{name.upper()}_LANES_ISA={target.level}")
+        sources.append(str(objects))
+    subprocess.run(["cc", *flags, *extra_flags, *sources, "-o", str(binary), "-lm"], check=True,
+                   capture_output=True)
     return binary
 
 
@@ -173,7 +190,7 @@ def test_driver_under_valgrind(request, tmp_path, model, path):
         pytest.skip("valgrind not installed")
     module = request.getfixturevalue(model)
     flags = [] if path == "straight-line" else [f"-D{model.upper()}_PIVOT_TAU=1e300"]
-    binary = compile_driver(module, tmp_path, flags)
+    binary = compile_driver(module, tmp_path, flags, lanes="portable")
     result = subprocess.run(["valgrind", "--error-exitcode=99", "--leak-check=full", "--quiet", str(binary)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -24,7 +24,7 @@ def cc():
     return os.environ.get("CC", "cc")
 
 
-@pytest.mark.parametrize("file_name", ["disk.c", "disk.h"])
+@pytest.mark.parametrize("file_name", ["disk.c", "disk.h", "disk_lanes.c"])
 def test_golden_files(disk_sources, update_golden, file_name):
     """A change to the generator shows up as a readable diff of these files.
     Regenerate with: pytest tests/test_generated_code.py --update-golden"""
@@ -44,7 +44,7 @@ def test_generation_is_deterministic_across_processes(disk_sources, tmp_path):
         from codegen.derive import derive
         from codegen.emit import emit
         files = emit(derive(disk.make_model())).files
-        sys.stdout.write(files["disk.c"] + files["disk.h"])
+        sys.stdout.write(files["disk.c"] + files["disk.h"] + files["disk_lanes.c"])
     """)
     outputs = []
     for seed in ("1", "12345"):
@@ -52,19 +52,28 @@ def test_generation_is_deterministic_across_processes(disk_sources, tmp_path):
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                 env=env, check=True)
         outputs.append(result.stdout)
-    assert outputs[0] == outputs[1] == disk_sources.files["disk.c"] + disk_sources.files["disk.h"]
+    assert outputs[0] == outputs[1] == (disk_sources.files["disk.c"] + disk_sources.files["disk.h"]
+                                        + disk_sources.files["disk_lanes.c"])
 
 
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_strict_compilation(disk_sources, tmp_path, compiler):
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} not installed")
-    for name in ("disk.c", "disk.h"):
+    for name in ("disk.c", "disk.h", "disk_lanes.c"):
         (tmp_path / name).write_text(disk_sources.files[name])
-    result = subprocess.run([compiler, *STRICT, "-O2", "-c", "disk.c", "-o", "disk.o"],
-                            cwd=tmp_path, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
+    # the model's C alone, and with the lane code: portable (plain loops), and
+    # vectorized for this machine's target as the build compiles it
+    lane = codegen.compile.lane_target()
+    targets = [flag for flag in lane.flags if flag.startswith(("-march", "-mprefer"))]
+    for source, flags in (("disk.c", ["-O2"]),
+                          ("disk.c", ["-O2", "-DDISK_LANES_KERNELS", "-DDISK_LANES_ISA=4"]),
+                          ("disk_lanes.c", ["-O2"]),
+                          ("disk_lanes.c", ["-O3", "-fopenmp-simd", "-DDISK_LANES_SIMD", *targets])):
+        result = subprocess.run([compiler, *STRICT, *flags, "-c", source, "-o", "out.o"],
+                                cwd=tmp_path, capture_output=True, text=True)
+        assert result.returncode == 0, (source, flags, result.stderr)
+        assert result.stderr == "", (source, flags)
 
 
 def test_header_compiles_as_cpp(disk_sources, tmp_path):

@@ -43,7 +43,7 @@ class CompiledModel:
 
     def __init__(self, kernel_module, *, name, description, generator_version, q_names,
                  u_names, r_names, p_names, default_parameters, dependent_q, dependent_u,
-                 operation_count):
+                 operation_count, y_names=()):
         """``kernel_module``: the generated package's Cython module ``_<name>``."""
         self._kernel = kernel_module
         self.name = name
@@ -53,6 +53,7 @@ class CompiledModel:
         self.u_names = tuple(u_names)
         self.r_names = tuple(r_names)
         self.p_names = tuple(p_names)
+        self.y_names = tuple(y_names)      # the outputs of Model(..., outputs=...)
         self.default_parameters = np.array(default_parameters, dtype=float)
         self.default_parameters.setflags(write=False)
         self.dependent_q = tuple(dependent_q)
@@ -62,8 +63,9 @@ class CompiledModel:
         self.nq, self.nu, self.nr, self.np = sizes["nq"], sizes["nu"], sizes["nr"], sizes["np"]
         self.nc, self.nv, self.nx = sizes["nc"], sizes["nv"], sizes["nx"]
         expected = (len(q_names), len(u_names), len(r_names), len(p_names),
-                    len(dependent_q), len(dependent_u))
-        if expected != (self.nq, self.nu, self.nr, self.np, self.nc, self.nv):
+                    len(dependent_q), len(dependent_u), len(self.y_names))
+        if expected != (self.nq, self.nu, self.nr, self.np, self.nc, self.nv,
+                        sizes.get("nout", 0)):
             raise ImportError(f"generated module {name!r}: kernel and metadata disagree; rebuild it")
         missing = kernel.missing_function(kernel_module)
         if missing:
@@ -473,6 +475,39 @@ class CompiledModel:
         return self.call("constraint_maps", q, u, r, p, t, threads=threads,
                          dependent_q=None if dq is None else np.array(dq, dtype=np.intc),
                          dependent_u=None if du is None else np.array(du, dtype=np.intc))
+
+    @explain_memory
+    def outputs(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
+                tol=1e-8, threads=None):
+        """The model's outputs ``y = h(q, u, q', u', r, t, p)`` (``y_names``,
+        from ``Model(..., outputs=...)``) at each point, and their
+        linearization ``y = C x + D r`` on the constraint manifold in the
+        independent states x of the partition (``independent_state_names``),
+        as the generated C computes them (a
+        :class:`~codegen.runtime.results.OutputLinearization` ``(y, C,
+        D)``): exact, from the same stages as :meth:`linearize_full` (q' and
+        u' are qd*, ud* at the point; their changes the rows of A', B').
+        ``dependent_q``, ``dependent_u``: the partition (names or indices;
+        default: the model's). The point must satisfy the constraints to
+        ``tol`` (None: not checked). Arguments and batches as for
+        :meth:`linearize`."""
+        dq = arguments.partition(self, dependent_q, "q")
+        du = arguments.partition(self, dependent_u, "u")
+        tolerance = option(self, tol, TOL)
+        threads = option(self, threads, THREADS)
+        options = dict(tol=tolerance,
+                       dependent_q=None if dq is None else np.array(dq, dtype=np.intc),
+                       dependent_u=None if du is None else np.array(du, dtype=np.intc))
+        batch = arguments.batch(self, q, u, r, p, t)
+        nout = len(self.y_names)
+        batch.check_fits(self.name, nout * (1 + self.nx + self.nr))
+        status, index, out = kernel.call(self._kernel, "outputs", batch, options, threads=threads,
+                                         work=self.operation_count)
+        if status != OK:
+            raise_status(self, status, index, batch, dq, du, tol)
+        values = [batch.reshape(out.y, nout), batch.reshape(out.C, nout, self.nx),
+                  batch.reshape(out.D, nout, self.nr)]
+        return ENTRY_RESULTS["outputs"](self, ["y", "C", "D"], values, options)
 
     @explain_memory
     def call(self, name, q, u, r=None, p=None, t=0.0, *, threads=None, **options):

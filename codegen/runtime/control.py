@@ -3,7 +3,8 @@
 A and B come from ``linearize``; the rows of C that map the states to a
 dependent coordinate or speed are rows of the embedding the generated C's
 ``constraint_maps`` gives (the constraint Jacobians and the partition's
-K_c, K_v: exact, no differences).
+K_c, K_v: exact, no differences); those of the model's outputs (``Model(...,
+outputs=...)``) and their rows of D come from its ``outputs`` (exact too).
 python-control is optional and imported only here, when asked for.
 """
 
@@ -55,13 +56,17 @@ def state_space(model, q, u, r=None, p=None, t=0.0, outputs=None, *, states=None
         output_names = [all_states[i] for i in kept]
     else:
         full = model.full_state_names
-        output_names = [full[i] for i in arguments.indices_of(
-            model, outputs, full, "outputs", indices=False, at_least_one=True,
-            unknown=lambda item: (f"outputs: {item!r} is not a coordinate or speed; they are "
-                                  f"{', '.join(full)}"),
-            not_once=lambda given: ("outputs must name at least one coordinate or speed, each "
-                                    f"once; got {given!r}"))]
-    C_full = _output_rows(model, output_names, batch, dependent_q, dependent_u)
+        known = full + tuple(model.y_names)
+        measured = (f"; the model's outputs are {', '.join(model.y_names)}" if model.y_names
+                    else "")
+        output_names = [known[i] for i in arguments.indices_of(
+            model, outputs, known, "outputs", indices=False, at_least_one=True,
+            unknown=lambda item: (f"outputs: {item!r} is not a coordinate or speed, nor an "
+                                  f"output of the model; coordinates and speeds are "
+                                  f"{', '.join(full)}" + measured),
+            not_once=lambda given: ("outputs must name at least one coordinate, speed or output, "
+                                    f"each once; got {given!r}"))]
+    C_full, D_full = _output_rows(model, output_names, batch, dependent_q, dependent_u)
 
     scale = max(1.0, float(np.max(np.abs(A), initial=0.0)))
     if dropped:
@@ -83,7 +88,7 @@ def state_space(model, q, u, r=None, p=None, t=0.0, outputs=None, *, states=None
     A_kept = A[np.ix_(kept, kept)]
     B_kept = B[np.ix_(kept, columns)]
     C = C_full[:, kept]
-    D = np.zeros((len(output_names), len(columns)))
+    D = D_full[:, columns]
     try:
         return control.ss(A_kept, B_kept, C, D, states=[all_states[i] for i in kept],
                           inputs=[model.r_names[j] for j in columns],
@@ -98,13 +103,27 @@ def state_space(model, q, u, r=None, p=None, t=0.0, outputs=None, *, states=None
 
 
 def _output_rows(model, output_names, batch, dependent_q=None, dependent_u=None):
-    """Rows of C (outputs x independent states) for coordinates and speeds by
-    name: rows of the embedding of the states into all coordinates and
-    speeds, as the generated C forms it (:meth:`constraint_maps`): exact."""
+    """Rows of C (outputs x independent states) and D (outputs x inputs) for
+    coordinates, speeds and the model's outputs by name. A coordinate or
+    speed: its row of the embedding of the states into all coordinates and
+    speeds, as the generated C forms it (:meth:`constraint_maps`), and a zero
+    row of D (the constraints hold no inputs). An output of the model: its
+    rows of the generated C's ``outputs`` (C, D). Exact."""
     dq = arguments.partition(model, dependent_q, "q")
     du = arguments.partition(model, dependent_u, "u")
     point = batch.row(0)
-    maps = model.constraint_maps(point["q"], point["u"], point["r"], point["p"], float(point["t"]),
-                                 dependent_q=dq, dependent_u=du)
+    args = (point["q"], point["u"], point["r"], point["p"], float(point["t"]))
+    maps = model.constraint_maps(*args, dependent_q=dq, dependent_u=du)
     full = model.full_state_names
-    return maps.embedding[[full.index(name) for name in output_names]]
+    C = np.zeros((len(output_names), maps.embedding.shape[-1]))
+    D = np.zeros((len(output_names), model.nr))
+    states = [k for k, name in enumerate(output_names) if name in full]
+    C[states] = maps.embedding[[full.index(output_names[k]) for k in states]]
+    measured = [k for k, name in enumerate(output_names) if name not in full]
+    if measured:
+        # tol=None: linearize checked this point already
+        result = model.outputs(*args, dependent_q=dq, dependent_u=du, tol=None)
+        rows = [model.y_names.index(output_names[k]) for k in measured]
+        C[measured] = result.C[rows]
+        D[measured] = result.D[rows]
+    return C, D

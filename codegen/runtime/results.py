@@ -410,5 +410,22 @@ def _ints(indices):
     return np.array(list(indices), dtype=int)
 
 
+class OutputLinearization(EntryResult):
+    """The model's outputs and their linearization at each point
+    (:meth:`CompiledModel.outputs <codegen.runtime.CompiledModel.outputs>`):
+    ``(y, C, D)`` with ``y = C x + D r`` on the constraint manifold; the rows
+    are ``y_names``, the columns of C ``state_names`` (the independent
+    states of the partition), those of D ``r_names``."""
+
+    def __new__(cls, model, names, values, options=None):
+        self = super().__new__(cls, model, names, values)
+        dq, du = (options or {}).get("dependent_q"), (options or {}).get("dependent_u")
+        self.y_names = model.y_names
+        self.r_names = model.r_names
+        self.state_names = model.independent_state_names(
+            None if dq is None else [int(i) for i in dq], None if du is None else [int(i) for i in du])
+        return self
+
+
 # the result class of an entry point (by name) that is not an EntryResult
-ENTRY_RESULTS = {"constraint_maps": ConstraintMaps}
+ENTRY_RESULTS = {"constraint_maps": ConstraintMaps, "outputs": OutputLinearization}

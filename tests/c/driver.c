@@ -141,6 +141,81 @@ int main(void)
     CHECK(status == C(OK), "state_derivative");
     print_vector("state_derivative_ud", ud, C(NU));
 
+    /* batches: the points and, among them, a non-finite one and one off the
+       constraints, with inputs in rows of their own stride and per-point
+       times; each point's status, A, B, A', B', qd*, ud*, condition
+       estimates and steadiness as one call each gives them, bit for bit
+       (the lane code where linked: -D<MODEL>_LANES_KERNELS) */
+    {
+        enum { N = POINTS + 3, SQ = C(NQ) + 1, SU = C(NU) + 1, SR = C(NR) + 1 };
+        double *qb = malloc(sizeof(double) * N * SQ), *ub = malloc(sizeof(double) * N * SU);
+        double *rb = malloc(sizeof(double) * N * SR), *tb = malloc(sizeof(double) * N);
+        double *Ab = malloc(sizeof(double) * N * C(NX) * C(NX) + 1);
+        double *Bb = malloc(sizeof(double) * N * C(NX) * C(NR) + 1);
+        double *Afb = malloc(sizeof(double) * N * ROWS * C(NX) + 1);
+        double *qdb = malloc(sizeof(double) * N * C(NQ)), *udb = malloc(sizeof(double) * N * C(NU));
+        double *cb = malloc(sizeof(double) * N * 2);
+        int *sb = malloc(sizeof(int) * N), *ub_flags = malloc(sizeof(int) * N * C(NX) + 1);
+        double A1[C(NX) * C(NX) + 1], B1[C(NX) * C(NR) + 1], c1[2];
+        int flags1[C(NX) + 1], k, first = C(OK);
+        F(batch_workspace) *bw = malloc(sizeof *bw);
+        if (!qb || !ub || !rb || !tb || !Ab || !Bb || !Afb || !qdb || !udb || !cb || !sb || !ub_flags || !bw)
+            return 2;
+        for (i = 0; i < N; ++i) {
+            const int from = i < POINTS ? i : i - POINTS;
+            memcpy(qb + i * SQ, q_points[from], sizeof(double) * SQ);
+            memcpy(ub + i * SU, u_points[from], sizeof(double) * SU);
+            memcpy(rb + i * SR, r_points[from], sizeof(double) * SR);
+            tb[i] = 0.25;
+        }
+        qb[POINTS * SQ] = NAN;                                   /* non-finite */
+        for (k = 0; k < C(NQ); ++k) qb[(POINTS + 1) * SQ + k] += 0.3;   /* off the constraints */
+        status = F(linearize_batch)(N, tb, 1, qb, SQ, ub, SU, rb, SR, NULL, 0, NULL, NULL, 1e-8, Ab,
+                                    C(NR) ? Bb : NULL, Afb, NULL, qdb, udb, cb, 1e-9, ub_flags, sb, bw);
+        for (i = 0; i < N; ++i) {
+            RENEW();
+            int s = F(linearize)(tb[i], qb + i * SQ, ub + i * SU, rb + i * SR, NULL, NULL, NULL, 1e-8,
+                                 A1, B1, A_full, NULL, qd, ud, base);
+            if (first == C(OK)) first = s;
+            CHECK(sb[i] == s, "batch status");
+            if (s != C(OK)) continue;
+            F(partition_condition)(base, 0, c1);
+            F(unsteady_states)(base, NULL, A1, NULL, 1e-9, flags1);
+            CHECK(memcmp(Ab + i * C(NX) * C(NX), A1, sizeof(double) * C(NX) * C(NX)) == 0, "batch A");
+            CHECK(C(NR) == 0 || memcmp(Bb + i * C(NX) * C(NR), B1, sizeof(double) * C(NX) * C(NR)) == 0,
+                  "batch B");
+            CHECK(memcmp(Afb + i * ROWS * C(NX), A_full, sizeof(double) * ROWS * C(NX)) == 0, "batch A_full");
+            CHECK(memcmp(qdb + i * C(NQ), qd, sizeof qd[0] * C(NQ)) == 0, "batch qd");
+            CHECK(memcmp(udb + i * C(NU), ud, sizeof ud[0] * C(NU)) == 0, "batch ud");
+            CHECK(memcmp(cb + 2 * i, c1, sizeof c1) == 0, "batch condition");
+            CHECK(memcmp(ub_flags + i * C(NX), flags1, sizeof(int) * C(NX)) == 0, "batch steadiness");
+        }
+        CHECK(sb[POINTS] != C(OK) && sb[POINTS + 1] != C(OK), "batch: the bad points fail");
+        CHECK(status == sb[POINTS], "batch: the first failure's status");
+        /* without status: stops at the first failure and returns it */
+        free(bw);
+        bw = malloc(sizeof *bw);
+        if (!bw) return 2;
+        CHECK(F(linearize_batch)(N, tb, 1, qb, SQ, ub, SU, rb, SR, NULL, 0, NULL, NULL, 1e-8, Ab, NULL,
+                                 NULL, NULL, NULL, NULL, NULL, 0.0, NULL, NULL, bw) == sb[POINTS],
+              "batch without status");
+        /* the state derivative of the good points, shared parameters by stride 0 */
+        status = F(state_derivative_batch)(POINTS, tb, 1, qb, SQ, ub, SU, rb, SR, F(default_parameters), 0,
+                                           qdb, udb, sb, bw);
+        CHECK(status == C(OK), "state_derivative_batch");
+        for (i = 0; i < POINTS; ++i) {
+            RENEW();
+            CHECK(F(state_derivative)(tb[i], qb + i * SQ, ub + i * SU, rb + i * SR, NULL, qd, ud, base)
+                  == C(OK), "state_derivative");
+            CHECK(memcmp(qdb + i * C(NQ), qd, sizeof qd[0] * C(NQ)) == 0, "batch state derivative qd");
+            CHECK(memcmp(udb + i * C(NU), ud, sizeof ud[0] * C(NU)) == 0, "batch state derivative ud");
+        }
+        (void)first;
+        free(qb); free(ub); free(rb); free(tb); free(Ab); free(Bb); free(Afb); free(qdb); free(udb);
+        free(cb); free(sb); free(ub_flags); free(bw);
+        printf("batch_points %d\n", N);
+    }
+
     /* the local form: fast path without and with the singular values (the
        same A), the singular values alone, the SVD path (a rank tolerance no
        certificate meets), the descriptor form and the automatic partition */

@@ -36,6 +36,7 @@
 #define NL DISK_NL
 #define NS DISK_NS
 #define NDESC DISK_NDESC
+#define NOUT DISK_NOUT
 #define SINGULAR_RTOL DISK_SINGULAR_RTOL
 #define PIVOT_TAU DISK_PIVOT_TAU
 #define RANK_RTOL DISK_RANK_RTOL
@@ -89,6 +90,7 @@ const char *const disk_q_names[NQ + 1] = { "q1", "q2", "q3", "q4", "q5", "q6", 0
 const char *const disk_u_names[NU + 1] = { "u1", "u2", "u3", "u4", "u5", "u6", 0 };
 const char *const disk_r_names[NR + 1] = { 0 };
 const char *const disk_p_names[NP + 1] = { "m", "r", "g", 0 };
+const char *const disk_y_names[NOUT + 1] = { 0 };
 const double disk_default_parameters[NP + 1] = { 1.0, 1.0, 1.0, 0.0 };
 const int disk_default_dependent_q[NC + 1] = { 5, -1 };
 const int disk_default_dependent_u[NV + 1] = { 3, 4, 5, -1 };
@@ -762,11 +764,38 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
 {
     double negligible = 0.0, largest = 1.0;
     int changed = 1, count = 0, i, j;
+    for (j = 0; j < states; ++j) if (fabs(rate[j]) > largest) largest = fabs(rate[j]);
+    for (j = 0; j < states; ++j) count += !(fabs(rate[j]) <= tol * largest);
+    if (!count) {   /* every rate zero: steady, whichever states are essential */
+        for (j = 0; j < states; ++j) flags[j] = 0;
+        return 0;
+    }
+    count = 0;
     for (i = 0; i < rows; ++i)
         for (j = 0; j < ld; ++j) if (fabs(A[i * ld + j]) > negligible) negligible = fabs(A[i * ld + j]);
     negligible *= ignorable_rtol;   /* rounding in a column that is zero */
     for (j = 0; j < states; ++j) flags[j] = 1;
     for (i = 0; i < rows; ++i) active[i] = 1;
+    if (!E && states <= 64 && rows == states) {
+        /* the same passes on bit sets: column j's rows with a non-zero entry */
+        unsigned long long essential = states == 64 ? ~0ULL : (1ULL << states) - 1, next;
+        unsigned long long column[64];
+        for (j = 0; j < states; ++j) {
+            column[j] = 0;
+            for (i = 0; i < rows; ++i) column[j] |= (unsigned long long)(fabs(A[i * ld + j]) > negligible) << i;
+        }
+        for (;;) {
+            next = 0;
+            for (j = 0; j < states; ++j) next |= (unsigned long long)((essential >> j & 1) && (column[j] & essential)) << j;
+            if (next == essential) break;
+            essential = next;
+        }
+        for (j = 0; j < states; ++j) {
+            flags[j] = (int)(essential >> j & 1) && !(fabs(rate[j]) <= tol * largest);
+            count += flags[j];
+        }
+        return count;
+    }
     while (changed) {
         changed = 0;
         for (j = 0; j < states; ++j) {
@@ -796,7 +825,6 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
             }
         }
     }
-    for (j = 0; j < states; ++j) if (fabs(rate[j]) > largest) largest = fabs(rate[j]);
     for (j = 0; j < states; ++j) {
         flags[j] = flags[j] && !(fabs(rate[j]) <= tol * largest);
         count += flags[j];
@@ -1208,6 +1236,16 @@ static void evaluate_jacobians(disk_workspace *w, double t, const double *q,
     w->A_uu[50] = x76;
     w->A_uu[51] = -carried[31];
     w->A_uu[52] = x70;
+}
+
+/*  */
+static void evaluate_outputs(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    const double *qd = w->qd, *ud = w->ud;
+    double *carried = w->carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    
 }
 
 /* qd*: straight-line code with the static pivots */
@@ -1887,6 +1925,37 @@ STAGE int general_solution(disk_workspace *w, double t, const double *q,
     }
     if (A_full) copy_view(NQ + NU, NX, make_view(w->A_full, NX, 0, 0, 0), 0, 0, make_view(A_full, NX, 0, 0, 0));
     if (B_full) copy_view(NQ + NU, NR, make_view(w->B_full, NR, 0, 0, 0), 0, 0, make_view(B_full, NR, 0, 0, 0));
+    return DISK_OK;
+}
+
+/* the outputs y and their linearization C, D (after the partition's solution): the looped rendering */
+static int general_outputs(disk_workspace *w, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* Hhat_q = H_q + H_u C_1 = H_q - H_u P_ud K_q */
+    copy_view(NOUT, NQ, make_view(w->H_q, NQ, 0, 0, 0), 0, 0, make_view(w->Hhat_q, NQ, 0, 0, 0));
+    product_view(NOUT, NV, NQ, make_view(w->H_u, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v, (NQ + NUI), 0, 0, 0), make_view(w->Hhat_q, NQ, 0, 0, 0), SUBTRACT);
+    /* Hhat_q C_0 = Hhat_q P_qi - Hhat_q P_qd K_c */
+    copy_view(NOUT, NQI, make_view(w->Hhat_q, NQ, 0, w->independent_q, 0), 0, 0, make_view(w->C_out, NX, 0, 0, 0));
+    product_view(NOUT, NC, NQI, make_view(w->Hhat_q, NQ, 0, w->dependent_q, 0),
+                 make_view(w->K_c, NQI, 0, 0, 0), make_view(w->C_out, NX, 0, 0, 0), SUBTRACT);
+    /* H_u C_2 = H_u P_ui - H_u P_ud K_u */
+    copy_view(NOUT, NUI, make_view(w->H_u, NU, 0, w->independent_u, 0), 0, 0, make_view(w->C_out + NQI, NX, 0, 0, 0));
+    product_view(NOUT, NV, NUI, make_view(w->H_u, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(w->C_out + NQI, NX, 0, 0, 0), SUBTRACT);
+    /* C = [Hhat_q C_0, H_u C_2] + H_rates A' */
+    product_view(NOUT, (NQ + NW), NX, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->A_full, NX, 0, 0, 0), make_view(w->C_out, NX, 0, 0, 0), ADD);
+    /* D = H_r + H_rates B' */
+    copy_view(NOUT, NR, make_view(w->H_r, NR, 0, 0, 0), 0, 0, make_view(w->D_out, NR, 0, 0, 0));
+    product_view(NOUT, (NQ + NW), NR, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->B_full, NR, 0, 0, 0), make_view(w->D_out, NR, 0, 0, 0), ADD);
+    /* y, C and D */
+    if (!view_is_finite(NOUT, 1, make_view(w->y, 1, 0, 0, 0)) || !view_is_finite(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0)) || !view_is_finite(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
     return DISK_OK;
 }
 
@@ -2956,8 +3025,8 @@ const char *const disk_block_names[DISK_NBLOCKS + 1] = { "f_c", "f_v", "J_c", "J
 
 unsigned long disk_workspace_size(const char *function)
 {
-    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", 0 };
-    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), 0 };
+    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", 0 };
+    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
     int i, j;
     if (!function) return 0;
     for (i = 0; names[i]; ++i) {
@@ -3102,6 +3171,39 @@ int disk_constraint_maps(double t, const double *q, const double *u, const doubl
                   make_view(K_v, (NQ + NUI), 0, 0, 0));
         if (!all_finite(K_v, NV * (NQ + NUI))) return NONFINITE_RESULT;
     }
+    return DISK_OK;
+}
+
+int disk_outputs(double t, const double *q, const double *u, const double *r, const double *p,
+        const int *dependent_q, const int *dependent_u, double tol, double *y, double *C,
+        double *D, disk_workspace *work)
+{
+    disk_workspace *w = work;
+
+    const int linearization = C || D;
+    int status = prepare(t, q, u, &r, &p, w), violation;
+    if (status == DISK_OK) status = set_partition(dependent_q, dependent_u, w);
+    if (status != DISK_OK) return status;
+    status = evaluate_point(w, t, q, u, r, p);
+    violation = check_constraints(w, tol);   /* reported first: the point is wrong */
+    if (violation != DISK_OK) return violation;
+    if (status != DISK_OK) return status;
+    evaluate_jacobians(w, t, q, u, r, p);
+    if (linearization) {
+        status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
+        if (status != DISK_OK) return status;
+    }
+    evaluate_outputs(w, t, q, u, r, p);
+
+    if (linearization) {
+        status = general_outputs(w, t, q, u, r, p);
+        if (status != DISK_OK) return status;
+    } else if (!all_finite(w->y, NOUT)) {
+        return NONFINITE_RESULT;
+    }
+    if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
+    if (C) copy_view(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0), 0, 0, make_view(C, NX, 0, 0, 0));
+    if (D) copy_view(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0), 0, 0, make_view(D, NR, 0, 0, 0));
     return DISK_OK;
 }
 
@@ -3456,6 +3558,137 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
     condition[1] = w->condition[1];
 }
 
+/*
+ * Batches: the lane code for blocks of DISK_LANES points where it is
+ * linked and the CPU has its instructions, else one point at a time
+ */
+#if defined(DISK_LANES_KERNELS)
+int disk_lanes_linearize(int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *A_full, double *B_full, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
+int disk_lanes_state_derivative(int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double *qd, double *ud, int *good, double *memory);
+
+/* whether this CPU runs the instructions the lane code was compiled for
+   (-DDISK_LANES_ISA=3: x86-64-v3, AVX2; 4: x86-64-v4, AVX-512) */
+static int lanes_usable(void)
+{
+#if defined(DISK_LANES_ISA) && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if DISK_LANES_ISA >= 4
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+          && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")
+          && __builtin_cpu_supports("avx512cd")))
+        return 0;
+#endif
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+           && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx");
+#else
+    return 1;
+#endif
+}
+
+#endif
+
+/* linearize at one point of a batch, with the condition estimates and the
+   steadiness where asked */
+static int linearize_point(double t, const double *q, const double *u, const double *r,
+                           const double *p, const int *dependent_q, const int *dependent_u, double tol,
+                           double *A, double *B, double *A_full, double *B_full, double *qd, double *ud,
+                           double *condition, double steady_tol, int *unsteady, disk_workspace *w)
+{
+    int status = disk_linearize(t, q, u, r, p, dependent_q, dependent_u, tol, A, B, A_full, B_full,
+                                     qd, ud, w);
+    if (status != DISK_OK) return status;
+    if (condition) disk_partition_condition(w, 0, condition);
+    if (unsteady) disk_unsteady_states(w, 0, A, 0, steady_tol, unsteady);
+    return DISK_OK;
+}
+
+int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, int q_stride,
+        const double *u, int u_stride, const double *r, int r_stride, const double *p,
+        int p_stride, const int *dependent_q, const int *dependent_u, double tol, double *A,
+        double *B, double *A_full, double *B_full, double *qd, double *ud, double *condition,
+        double steady_tol, int *unsteady, int *status, disk_batch_workspace *work)
+{
+    int i = 0, first = DISK_OK;
+    if (n < 0 || !q || !u || !work) return DISK_ERR_NULL_ARGUMENT;
+    #if defined(DISK_LANES_KERNELS)
+    if (!dependent_q && !dependent_u && lanes_usable()) {
+        for (; i < n; i += DISK_LANES) {
+            const int count = n - i < DISK_LANES ? n - i : DISK_LANES;
+            int k;
+            /* the steadiness flags come from the lanes */
+            double *A_block = A ? A + (i) * (NX * NX) : 0;
+            double *qd_block = qd ? qd + (i) * (NQ) : 0;
+            double *ud_block = ud ? ud + (i) * (NU) : 0;
+            disk_lanes_linearize(count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, A_block, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * NX : 0, work->good, work->lanes);
+            for (k = 0; k < count; k++) {
+                int s = DISK_OK;
+                if (work->good[k]) {
+                    /* as the straight-line code leaves it: well conditioned, its steadiness from A, qd*, ud* */
+                    if (condition) condition[2 * (i + k)] = condition[2 * (i + k) + 1] = 0.0;
+                } else {
+                    s = linearize_point(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, dependent_q, dependent_u, tol, A ? A + (i + k) * (NX * NX) : 0, B ? B + (i + k) * (NX * NR) : 0, A_full ? A_full + (i + k) * (NS * NX) : 0, B_full ? B_full + (i + k) * (NS * NR) : 0, qd ? qd + (i + k) * (NQ) : 0, ud ? ud + (i + k) * (NU) : 0, condition ? condition + (i + k) * (2) : 0, steady_tol, unsteady ? unsteady + (i + k) * (NX) : 0, &work->point);
+                }
+                if (status) status[i + k] = s;
+                if (s != DISK_OK && first == DISK_OK) {
+                    first = s;
+                    if (!status) return s;
+                }
+            }
+        }
+        return first;
+    }
+    #endif
+    for (; i < n; i++) {
+        const int s = linearize_point(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, dependent_q, dependent_u, tol, A ? A + (i) * (NX * NX) : 0, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, condition ? condition + (i) * (2) : 0, steady_tol, unsteady ? unsteady + (i) * (NX) : 0, &work->point);
+        if (status) status[i] = s;
+        if (s != DISK_OK && first == DISK_OK) {
+            first = s;
+            if (!status) return s;
+        }
+    }
+    return first;
+}
+
+int disk_state_derivative_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, double *qd, double *ud, int *status,
+        disk_batch_workspace *work)
+{
+    int i = 0, first = DISK_OK;
+    if (n < 0 || !q || !u || !work) return DISK_ERR_NULL_ARGUMENT;
+    #if defined(DISK_LANES_KERNELS)
+    if (lanes_usable()) {
+        for (; i < n; i += DISK_LANES) {
+            const int count = n - i < DISK_LANES ? n - i : DISK_LANES;
+            int k;
+            disk_lanes_state_derivative(count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, work->good, work->lanes);
+            for (k = 0; k < count; k++) {
+                int s = DISK_OK;
+                if (work->good[k]) {
+                    /* qd*, ud* in their rows */
+                } else {
+                    s = disk_state_derivative(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, qd ? qd + (i + k) * (NQ) : 0, ud ? ud + (i + k) * (NU) : 0, &work->point);
+                }
+                if (status) status[i + k] = s;
+                if (s != DISK_OK && first == DISK_OK) {
+                    first = s;
+                    if (!status) return s;
+                }
+            }
+        }
+        return first;
+    }
+    #endif
+    for (; i < n; i++) {
+        const int s = disk_state_derivative(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, &work->point);
+        if (status) status[i] = s;
+        if (s != DISK_OK && first == DISK_OK) {
+            first = s;
+            if (!status) return s;
+        }
+    }
+    return first;
+}
+
 const char *disk_status_message(int status)
 {
     switch (status) {
@@ -3491,6 +3724,7 @@ const char *disk_status_message(int status)
 #undef NL
 #undef NS
 #undef NDESC
+#undef NOUT
 #undef SINGULAR_RTOL
 #undef PIVOT_TAU
 #undef RANK_RTOL

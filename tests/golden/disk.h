@@ -58,6 +58,7 @@ extern "C" {
 #define DISK_ND (DISK_NW - DISK_NV)   /* dynamic equations: rows of B_u */
 /* variables of the descriptor form: dq, du, dlambda, mu, nu */
 #define DISK_NDESC (DISK_NQ + DISK_NU + DISK_NL + DISK_NC + DISK_NV)
+#define DISK_NOUT 0   /* outputs y (Model(..., outputs=...)): disk_outputs */
 
 /* Status codes. */
 #define DISK_OK 0
@@ -202,6 +203,7 @@ extern const char *const disk_q_names[DISK_NQ + 1];
 extern const char *const disk_u_names[DISK_NU + 1];
 extern const char *const disk_r_names[DISK_NR + 1];
 extern const char *const disk_p_names[DISK_NP + 1];
+extern const char *const disk_y_names[DISK_NOUT + 1];   /* the outputs */
 /* Default parameter values, used when p is NULL. */
 extern const double disk_default_parameters[DISK_NP + 1];
 /* The model's default partition, each list terminated by -1. */
@@ -251,6 +253,14 @@ typedef struct disk_workspace {
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
     double A[DISK_NX * DISK_NX + 1];
     double B[DISK_NX * DISK_NR + 1];
+    double y[DISK_NOUT * 1 + 1];
+    double H_q[DISK_NOUT * DISK_NQ + 1];
+    double H_u[DISK_NOUT * DISK_NU + 1];
+    double H_rates[DISK_NOUT * (DISK_NQ + DISK_NW) + 1];
+    double H_r[DISK_NOUT * DISK_NR + 1];
+    double Hhat_q[DISK_NOUT * DISK_NQ + 1];
+    double C_out[DISK_NOUT * DISK_NX + 1];
+    double D_out[DISK_NOUT * DISK_NR + 1];
     double r_zero[DISK_NR + 1];   /* the inputs where r is NULL */
     /* common subexpressions and factors one stage computes and a later one uses */
     double carried[75 + 1];
@@ -457,6 +467,39 @@ int disk_complete_point(double t, double *q, double *u, const double *p, const i
 int disk_constraint_maps(double t, const double *q, const double *u, const double *p,
         const int *dependent_q, const int *dependent_u, double *J_c, double *J_vq, double *B_v,
         double *K_c, double *K_v, disk_workspace *work);
+
+/*
+ * The outputs y = h(q, qd*, u, ud*, r, t) of the model (its Model(...,
+ * outputs=...): NOUT of them, named in <model>_y_names) at the operating point
+ * (t, q, u, r, p), and their linearization y = C x + D r on the constraint
+ * manifold in the independent states x = [q_i, u_i] of the partition, exact: C
+ * = H_q C_0 + H_u [C_1 C_0, C_2] + H_rates A', D = H_r + H_rates B' (H: the
+ * Jacobians of h with respect to q, u, [qd; ud; lambda] and r; A', B' as
+ * linearize's A_full, B_full with the multipliers' rows). C and D come from the
+ * general path of linearize (any partition); y alone (C and D NULL) needs no
+ * partition.
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   dependent_q      NC, or NULL: the dependent coordinates (NULL: the model's
+ *                    default)
+ *   dependent_u      NV, or NULL: the dependent speeds (NULL: the model's
+ *                    default)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   y (out)          NOUT, or NULL: y = h at the point
+ *   C (out)          NOUT x NX, or NULL: d y/d x on the constraint manifold
+ *   D (out)          NOUT x NR, or NULL: d y/d r
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians, partition, solution, outputs.
+ */
+int disk_outputs(double t, const double *q, const double *u, const double *r, const double *p,
+        const int *dependent_q, const int *dependent_u, double tol, double *y, double *C,
+        double *D, disk_workspace *work);
 
 /*
  * Which blocks of the equations hold NaN or Inf at (t, q, u, r, p), evaluated
@@ -696,6 +739,55 @@ int disk_unsteady_states(disk_workspace *work, const double *E, const double *A,
  * Stages (codegen/procedure.py): partition_conditions.
  */
 void disk_partition_condition(disk_workspace *work, int estimate, double *condition);
+
+/*
+ * Batches: disk_<function>_batch(n, ...) calls <function> for n points.
+ * Each input of a point is a pointer to the first point's and a stride in its
+ * elements (0: every point the same; t may be NULL: zero time); the options are
+ * shared; the outputs are in rows, one per point (point i's A at
+ * A + i * DISK_NX * DISK_NX). status (optional): each point's status;
+ * returns DISK_OK, or the status of the first point that failed (without
+ * status, it stops there). One workspace per thread, on the heap or static
+ * (DISK_BATCH_WORKSPACE_SIZE bytes); no allocation.
+ *
+ * With the model's default partition, DISK_LANES points run at once in the
+ * lane code of disk_lanes.c (vector instructions), where disk.c is
+ * compiled with -DDISK_LANES_KERNELS and disk_lanes.c linked with it
+ * (flags for speed: -O3 -fopenmp-simd -DDISK_LANES_SIMD -ffp-contract=off
+ * and the target's, e.g. -march=x86-64-v4 -mprefer-vector-width=512 with
+ * -DDISK_LANES_ISA=4 so that disk.c checks the CPU before it calls
+ * them); points a lane cannot take (a static pivot or a finiteness check
+ * failed, the point is off the constraints) run alone, and so does every point
+ * without the lane code: the results are those of one call per point, bit for
+ * bit (vector math aside, see disk_lanes.c).
+ */
+#ifndef DISK_LANES
+#define DISK_LANES 8   /* points per lane block (the same in every file of a build) */
+#endif
+#define DISK_LANE_DOUBLES 737   /* the lane code's doubles per lane */
+typedef struct disk_batch_workspace {
+    disk_workspace point;   /* the one-point calls' */
+    /* A, qd*, ud* of a lane block, where the steadiness needs them and the caller did not ask */
+    double A[DISK_LANES * DISK_NX * DISK_NX + 1];
+    double qd[DISK_LANES * DISK_NQ + 1];
+    double ud[DISK_LANES * DISK_NU + 1];
+    int good[DISK_LANES];
+    double lanes[DISK_LANE_DOUBLES * DISK_LANES + 8];   /* aligned to 64 bytes inside */
+} disk_batch_workspace;
+#define DISK_BATCH_WORKSPACE_SIZE (sizeof(disk_batch_workspace))
+
+/* disk_linearize for n points (see Batches above); condition: partition_condition(work, 0) after each point; steady_tol: for unsteady; unsteady: unsteady_states(work, NULL, A, NULL, steady_tol) after each point */
+int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, int q_stride,
+        const double *u, int u_stride, const double *r, int r_stride, const double *p,
+        int p_stride, const int *dependent_q, const int *dependent_u, double tol, double *A,
+        double *B, double *A_full, double *B_full, double *qd, double *ud, double *condition,
+        double steady_tol, int *unsteady, int *status, disk_batch_workspace *work);
+
+/* disk_state_derivative for n points (see Batches above) */
+int disk_state_derivative_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, double *qd, double *ud, int *status,
+        disk_batch_workspace *work);
 
 /* A constant English sentence describing a status code. */
 const char *disk_status_message(int status);

@@ -1,0 +1,246 @@
+"""The lane rendering (codegen/lanes.py): batches of linearize, linearize_full
+and the state derivative run W points at once, and return what one call per
+point returns, bit for bit, on batches that mix regular, ill-conditioned,
+singular, non-finite and inconsistent points. The reference is the same model
+built without lane code (CODEGEN_LANES=off: its batches loop the scalar code)
+and single calls of the lane build."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import codegen
+from codegen import compile as compile_step
+from codegen.errors import CodegenError
+from codegen.models import disk as disk_models
+from codegen.models import fourbar
+from codegen.runtime import arguments, kernel
+
+
+def build_with(monkeypatch, model, build_dir, lanes=None, vector_math=False):
+    """``model`` built with CODEGEN_LANES=lanes (None: this machine's target)."""
+    with monkeypatch.context() as m:
+        if lanes is None:
+            m.delenv("CODEGEN_LANES", raising=False)
+        else:
+            m.setenv("CODEGEN_LANES", lanes)
+        if vector_math:
+            m.setenv("CODEGEN_VECTOR_MATH", "1")
+        else:
+            m.delenv("CODEGEN_VECTOR_MATH", raising=False)
+        return codegen.build(model, output_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def disk_without_lanes(build_dir, disk_model):
+    with pytest.MonkeyPatch.context() as m:
+        return build_with(m, disk_model, build_dir, "off")
+
+
+@pytest.fixture(scope="module")
+def fourbar_pair(build_dir):
+    model = fourbar.make_model(1)
+    with pytest.MonkeyPatch.context() as m:
+        return build_with(m, model, build_dir), build_with(m, model, build_dir, "off")
+
+
+def package_dir_of(module):
+    return Path(module.__file__).parent
+
+
+def lanes_record(module):
+    """The build record's "lanes" entry of a compiled model."""
+    return compile_step.read_record(package_dir_of(module))["lanes"]
+
+
+def kernel_linearize(module, q, u, r=None, p=None, t=0.0, full=False):
+    """(status, index, out) of the kernel's linearize batch: A, B, the
+    condition estimates and the steadiness flags of each point."""
+    batch = arguments.batch(module, q, u, r, p, t)
+    return kernel.linearize(module._kernel, batch, full=full, dependent_q=None, dependent_u=None,
+                            tol=1e-8, steady_tol=1e-9, threads=1, work=1)
+
+
+def disk_points(module, n, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(scale=0.6, size=(n, module.nq))
+    u = rng.normal(size=(n, module.nu))
+    return tuple(np.array(a) for a in module.complete(q, u))
+
+
+def test_the_lane_target_is_in_the_build_and_its_key(disk, monkeypatch):
+    """This machine's target (or the one CODEGEN_LANES names) decides the
+    flags of the lane code and is part of the cache key: a cache shared by
+    machines with other CPUs holds one build per target."""
+    entry = lanes_record(disk)
+    assert entry["target"] in compile_step.LANE_TARGETS
+    keys = {}
+    for target in ("avx512", "avx2", "portable", "off"):
+        monkeypatch.setenv("CODEGEN_LANES", target)
+        keys[target] = compile_step.cache_key("model", "generator")
+    assert len(set(keys.values())) == 4
+    monkeypatch.setenv("CODEGEN_LANES", "sse9")
+    with pytest.raises(CodegenError, match="CODEGEN_LANES"):
+        compile_step.lane_target()
+
+
+def test_the_c_checks_the_cpu_before_the_lanes(disk):
+    """A build for AVX-512 or AVX2 runs its lanes only where the CPU has
+    them (__builtin_cpu_supports), so a build moved to an older machine
+    still computes (one point at a time)."""
+    text = (package_dir_of(disk) / "disk.c").read_text()
+    usable = text[text.index("static int lanes_usable"):]
+    assert '__builtin_cpu_supports("avx512f")' in usable and '__builtin_cpu_supports("avx2")' in usable
+    assert "if (!dependent_q && !dependent_u && lanes_usable())" in text
+
+
+def test_disk_batches_equal_the_scalar_build_bit_for_bit(disk, disk_without_lanes):
+    """Regular points, a tail block shorter than W, per-point times and
+    inputs: A, B, A', the condition estimates and the steadiness flags."""
+    q, u = disk_points(disk, 29)
+    t = np.linspace(0.0, 1.0, 29)
+    p = np.tile(disk.default_parameters, (29, 1))
+    for name in ("m", "g"):          # per point (the radius would move f_c)
+        p[:, disk.p_names.index(name)] *= 1.0 + 0.1 * np.arange(29)
+    for full in (False, True):
+        s1, _, lanes = kernel_linearize(disk, q, u, None, p, t, full=full)
+        s2, _, scalar = kernel_linearize(disk_without_lanes, q, u, None, p, t, full=full)
+        assert s1 == s2 == 0
+        for name in ("A", "B", "condition", "unsteady"):
+            assert np.array_equal(getattr(lanes, name), getattr(scalar, name)), name
+    qd1, ud1 = disk.state_derivative(q, u, None, p, t)
+    qd2, ud2 = disk_without_lanes.state_derivative(q, u, None, p, t)
+    assert np.array_equal(qd1, qd2) and np.array_equal(ud1, ud2)
+
+
+def test_steady_and_moving_points_get_the_same_steadiness(disk, disk_without_lanes):
+    """Steady turns (no flag) and the same points with a perturbed speed
+    (flags): the lanes' bit-set steadiness is unsteady_states'."""
+    points = [disk_models.steady_turn(disk_models.DEFAULT_PARAMETERS, lean=lean, spin_rate=-4.0)
+              for lean in np.linspace(0.05, 0.6, 11)]
+    q = np.array([p[0] for p in points])
+    u = np.array([p[1] for p in points])
+    u[::2, 0] += 0.3
+    q, u = disk.complete(q, u)
+    _, _, lanes = kernel_linearize(disk, q, u)
+    _, _, scalar = kernel_linearize(disk_without_lanes, q, u)
+    assert np.array_equal(lanes.unsteady, scalar.unsteady)
+    assert lanes.unsteady[1::2].sum() == 0 and lanes.unsteady[::2].sum() > 0
+
+
+def test_mixed_batch_fails_where_single_calls_fail(disk, disk_without_lanes):
+    """Non-finite, inconsistent and singular points among regular ones: the
+    same first failure (status and index) as the scalar build, and the
+    regular points' results as single calls give them."""
+    q, u = disk_points(disk, 21, seed=3)
+    bad = {5: "nan", 9: "off", 14: "singular"}
+    q[5, 2] = np.nan
+    q[9, 5] += 0.1                      # off f_c = 0
+    q[14, 1] = np.pi / 2                 # lean 90 degrees: M_qq singular
+    q[14], u[14] = (np.array(a) for a in disk.complete(q[14], u[14]))
+    for index in sorted(bad):
+        order = [i for i in range(21) if i not in bad or i == index]
+        s1, i1, _ = kernel_linearize(disk, q[order], u[order])
+        s2, i2, _ = kernel_linearize(disk_without_lanes, q[order], u[order])
+        assert (s1, i1) == (s2, i2) and s1 != 0, bad[index]
+    good = [i for i in range(21) if i not in bad]
+    A, B = disk.linearize(q[good], u[good])
+    for k, i in enumerate(good):
+        A1, B1 = disk.linearize(q[i], u[i])
+        assert np.array_equal(A[k], A1) and np.array_equal(B[k], B1)
+
+
+def test_fourbar_near_and_at_its_singular_point(fourbar_pair):
+    """Points approaching the flat configuration (J_c P_qd ill-conditioned:
+    static pivots fail, the lanes hand them to the general path) and at it
+    (singular): the lane build equals the scalar build on every point."""
+    lanes, scalar = fourbar_pair
+    assert lanes_record(lanes)["target"] != "off" and lanes_record(scalar)["target"] == "off"
+    params = dict(fourbar.DEFAULT_PARAMETERS)
+    angles = np.concatenate([np.linspace(1.2, 0.3, 9), [1e-3, 1e-6, 1e-9, 1e-12]])
+    points = [fourbar.general(params, phi=a, omega=0.7) for a in angles]
+    q = np.array([p[0] for p in points])
+    u = np.array([p[1] for p in points])
+    s1, i1, out1 = kernel_linearize(lanes, q, u)
+    s2, i2, out2 = kernel_linearize(scalar, q, u)
+    assert (s1, i1) == (s2, i2)
+    n = i1 if s1 else len(q)
+    for name in ("A", "B", "condition", "unsteady"):
+        assert np.array_equal(getattr(out1, name)[:n], getattr(out2, name)[:n]), name
+    flat_q, flat_u = fourbar.flat(params)[:2]
+    s1, _, _ = kernel_linearize(lanes, np.array([q[0], flat_q]), np.array([u[0], flat_u]))
+    s2, _, _ = kernel_linearize(scalar, np.array([q[0], flat_q]), np.array([u[0], flat_u]))
+    assert s1 == s2
+
+
+def test_threads_and_partitions(disk):
+    """Batches on several threads, and with a partition given (the scalar
+    code, one point at a time), equal single calls."""
+    q, u = disk_points(disk, 40, seed=5)
+    A, _ = disk.linearize(q, u, threads=2)
+    A1, _ = disk.linearize(q, u, threads=1)
+    assert np.array_equal(A, A1)
+    other = disk.linearize(q, u, dependent_q=[5], dependent_u=[3, 4, 5])[0]
+    for k in (0, 17, 39):
+        assert np.array_equal(other[k], disk.linearize(q[k], u[k], dependent_q=[5],
+                                                        dependent_u=[3, 4, 5])[0])
+
+
+def test_bicycle_batches_equal_single_calls(bicycle):
+    from codegen.models import bicycle as bicycle_models
+    rng = np.random.default_rng(2)
+    q0, u0 = bicycle_models.general(dict(zip(bicycle.p_names, bicycle.default_parameters)))[:2]
+    q = np.array(q0) + 0.05 * rng.normal(size=(19, bicycle.nq))
+    u = np.array(u0) + 0.2 * rng.normal(size=(19, bicycle.nu))
+    q, u = bicycle.complete(q, u)
+    r = rng.normal(size=(19, bicycle.nr))
+    A, B = bicycle.linearize(q, u, r)
+    qd, ud = bicycle.state_derivative(q, u, r)
+    for k in range(19):
+        A1, B1 = bicycle.linearize(q[k], u[k], r[k])
+        qd1, ud1 = bicycle.state_derivative(q[k], u[k], r[k])
+        assert np.array_equal(A[k], A1) and np.array_equal(B[k], B1)
+        assert np.array_equal(qd[k], qd1) and np.array_equal(ud[k], ud1)
+
+
+def test_bit_identical_lanes_hold_no_fused_multiply_add(disk):
+    """The lane code is compiled without contraction: no instruction of the
+    module fuses a multiplication and an addition (which would round once
+    where the scalar code rounds twice)."""
+    if shutil.which("objdump") is None:
+        pytest.skip("objdump not installed")
+    extension = next(package_dir_of(disk).glob("_disk*.so"))
+    text = subprocess.run(["objdump", "-d", str(extension)], capture_output=True, text=True,
+                          check=True).stdout
+    assert "disk_lanes_linearize" in text
+    assert not re.search(r"\bv?f(n)?m(add|sub)\d*[ps]d\b", text)
+
+
+def test_portable_build_equals_the_native_one(disk, build_dir, disk_model, monkeypatch):
+    """The compiler's default target (no -march): the same bits."""
+    portable = build_with(monkeypatch, disk_model, build_dir, "portable")
+    assert lanes_record(portable)["target"] == "portable"
+    q, u = disk_points(disk, 20, seed=7)
+    assert np.array_equal(portable.linearize(q, u)[0], disk.linearize(q, u)[0])
+
+
+def test_vector_math_is_within_its_bound(disk, build_dir, disk_model, monkeypatch):
+    """CODEGEN_VECTOR_MATH=1: glibc's vector sin and cos in the lanes, and
+    contraction allowed: results within a few ulps of the scalar code
+    (measured: at most 4e-16 relative to max |A|; bound 1e-13)."""
+    if not Path("/lib/x86_64-linux-gnu/libmvec.so.1").exists() and not shutil.which("ldconfig"):
+        pytest.skip("no libmvec")
+    try:
+        fast = build_with(monkeypatch, disk_model, build_dir, vector_math=True)
+    except CodegenError as error:
+        pytest.skip(f"vector math not available here: {error}")
+    assert lanes_record(fast)["vector_math"]
+    q, u = disk_points(disk, 64, seed=11)
+    A, _ = fast.linearize(q, u)
+    A_exact, _ = disk.linearize(q, u)
+    scale = np.abs(A_exact).max(axis=(1, 2))
+    assert (np.abs(A - A_exact).max(axis=(1, 2)) <= 1e-13 * scale).all()
