@@ -634,7 +634,7 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                   "temporary_count": sources.temporary_count,
                   # the lane code of batches: its target and flags, or why there is none
                   "lanes": {"target": lanes.name, "lanes": lanes.lanes, "flags": list(lanes.flags),
-                            "vector_math": lanes.vector_math} if has_lanes else
+                            "vector_math": lanes.vector_math, **sources.fast_path} if has_lanes else
                            {"target": "off", "lanes": lanes.lanes, "why": sources.lanes
                             if sources.lanes != "lanes" else "CODEGEN_LANES=off"},
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

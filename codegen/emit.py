@@ -29,7 +29,7 @@ from . import entry_points as table      # read at each emission (a test adds a 
 from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx_argument, pyx_pass,
                            pyx_batch_signature, pyx_signature, signature, size_expression, stage_guards,
                            workspace_layout)
-from .lanes import KERNEL_OUTPUTS, lane_code, lane_doubles
+from .lanes import KERNEL_OUTPUTS, LIBM_ARITIES, lane_code, lane_doubles
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
@@ -89,6 +89,7 @@ class GeneratedSources:
     timings: dict = field(default_factory=dict)        # "CSE", "emission": seconds
     # "lanes" where batches have lane code (<name>_lanes.c), else why not
     lanes: str = "lanes"
+    fast_path: dict = field(default_factory=dict)
 
 
 class _Block:
@@ -579,6 +580,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         # the stages the generated entry point bodies run (a run_<stage> function each)
         lanes=lanes,
         kernel_outputs=KERNEL_OUTPUTS,
+        arities=LIBM_ARITIES,
         # the default partition's independent rates, as lane code (steadiness)
         rates=[f"w->qd[{i}][k]" for i in straight.index["independent_q"]]
         + [f"w->ud[{i}][k]" for i in straight.index["independent_u"]],
@@ -604,4 +606,8 @@ def emit(derivation, progress=None, straight_line_limit=None):
         temporary_count=len(emitter.temporaries),
         timings={"CSE": cse_seconds, "emission": time.perf_counter() - started}, renderings=renderings,
         lanes=lanes_why or "lanes",
+        # linearize's fast path per point: the CSE'd blocks' operations and the
+        # straight-line sections', and its math function calls
+        fast_path={"operations": emitter.operation_count + lanes.numeric_operations,
+                   "math_calls": lanes.math_calls} if lanes else {},
         nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()})

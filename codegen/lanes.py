@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import sympy as sm
+
 from .printer import ModelCodePrinter
 from .procedure import ARRAYS
 
@@ -78,9 +80,38 @@ LANE_OPERATIONS = ("define", "scale", "check_pivot", "check_positive", "check_at
 
 class LanePrinter(ModelCodePrinter):
     """Prints an expression for lane k: every math function through its lane
-    function (``lane_sin``...), see :data:`LIBM_ARITIES`."""
+    function (``lane_sin``...), see :data:`LIBM_ARITIES`; a call computed
+    before the loops (``hoisted``: the call -> its C) as that value."""
 
     _ns = "lane_"
+
+    def __init__(self, names, hoisted=None):
+        super().__init__(names)
+        self.hoisted = hoisted or {}
+
+    def _print(self, expr, **kwargs):
+        found = self.hoisted.get(expr) if isinstance(expr, sm.Function) else None
+        return found if found is not None else super()._print(expr, **kwargs)
+
+
+def hoisted_calls(emitter, parts, derivation):
+    """The math function calls of the kernels' blocks whose arguments are
+    inputs of the point only (t, q, u, r, p): computed before the loops, lane
+    by lane with the scalar libm (where the compiler fuses sin and cos of one
+    argument into one sincos call, as it does in the scalar code), instead of
+    through SIMD variants inside them. In a deterministic order."""
+    d = derivation
+    inputs = {d.t, *d.q, *d.u, *d.r, *d.p}
+    exprs = [expr for _, _, entries in parts for _, _, expr in entries]
+    exprs += [emitter.temporary_expr[s] for s in emitter._closure(exprs)]
+    calls = set()
+    for expr in exprs:
+        for call in expr.atoms(sm.Function):
+            name = type(call).__name__
+            if (name in LIBM_ARITIES and call.free_symbols <= inputs
+                    and not any(arg.atoms(sm.Function) for arg in call.args)):
+                calls.add(call)
+    return sorted(calls, key=sm.default_sort_key)
 
 
 def lane_names(derivation):
@@ -103,6 +134,15 @@ class LaneCode:
     arrays: list                     # (name, C size) of the lane workspace's arrays
     functions: list                  # (name, arity, "native" | "scalar" | "vector") used
     placements: dict = field(default_factory=dict)   # full array -> [(full index, reduced array, index)]
+    # arithmetic operations of linearize's straight-line sections (a fused
+    # c +- a b counted as two), and math function calls of its evaluation
+    numeric_operations: int = 0
+    math_calls: int = 0
+    # the calls computed before the loops (see hoisted_calls): (function,
+    # C of the scalar call, C of the lane's call); the functions of them
+    # glibc's vector math has
+    math: list = field(default_factory=list)
+    vector_math: list = field(default_factory=list)
 
 
 def lane_code(emitter, parts, straight, derivation, name_prefix):
@@ -120,11 +160,18 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
         for o in straight.sections[stage]:
             if o.op not in LANE_OPERATIONS:
                 return None, f"the straight-line operation {o.op!r} has no lane form"
-    printer = LanePrinter(lane_names(derivation))
-    statements, _ = emitter.stage_statements([(name, entries) for name, _, entries in parts],
-                                             printer=printer, carried_format="carried[{}][k]")
     evaluated = {step.split()[1] for steps in KERNELS.values() for step in steps
                  if step.startswith("evaluate")}
+    hoisted = hoisted_calls(emitter, [part for part in parts if part[1] in evaluated], derivation)
+    names = lane_names(derivation)
+    printer = LanePrinter(names, {call: f"math[{j}][k]" for j, call in enumerate(hoisted)})
+    statements, _ = emitter.stage_statements([(name, entries) for name, _, entries in parts],
+                                             printer=printer, carried_format="carried[{}][k]")
+    # the hoisted calls: (function, arguments as the scalar libm's, as the lane's)
+    scalar_printer, vector_printer = ModelCodePrinter(dict(names)), ModelCodePrinter(dict(names))
+    vector_printer._ns = "vector_"      # glibc's vector variants (VECTOR_MATH), see lanes.c.jinja
+    math = [(type(call).__name__, scalar_printer.doprint(call), vector_printer.doprint(call))
+            for call in hoisted]
     last = max(k for k, (_, stage, _) in enumerate(parts) if stage in evaluated)
     if any(stage not in evaluated for _, stage, _ in parts[:last]):
         # a later part would load a temporary an earlier, unrendered one stores
@@ -171,7 +218,15 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
                 n = sizes[width]
                 placements[full] = [(row * n + j, reduced, k * n + j)
                                     for k, row in enumerate(rows) for j in range(n)]
-    return LaneCode(kernels=KERNELS, evaluation=evaluation,
+    numeric = sum(2 if o.expr in ("add_mul", "sub_mul") else 1
+                  for stage in KERNELS["linearize"] if stage in straight.sections
+                  for o in straight.sections[stage] if o.op == "define")
+    calls = sum(len(calling.findall(expr)) for part in statements
+                for expr in [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
+    calls += len(math)
+    vector = sorted({f for f, _, _ in math if f in VECTOR_MATH_FUNCTIONS})
+    return LaneCode(math=math, vector_math=vector,
+                    numeric_operations=numeric, math_calls=calls, kernels=KERNELS, evaluation=evaluation,
                     sections={stage: section for stage, section in straight.sections.items()
                               if stage in needed},
                     arrays=arrays, functions=functions, placements=placements), None
@@ -196,4 +251,5 @@ def lane_doubles(code, sizes, carried_count):
         return sum(1 if t == "one" else int(t) if t.isdigit() else values[t] for t in names)
     inputs = 1 + sum(sizes[n] + 1 for n in ("nq", "nu", "nr", "np"))   # t, q, u, r, p
     arrays = sum(count(ARRAYS[name][0]) * count(ARRAYS[name][1]) + 1 for name, _ in code.arrays)
-    return inputs + arrays + carried_count + 1 + 1 + sizes["nx"] + 1   # carried, the flag, unsteady
+    # carried, the flag, unsteady, the hoisted calls
+    return inputs + arrays + carried_count + 1 + 1 + sizes["nx"] + 1 + len(code.math) + 1

@@ -37,8 +37,33 @@ def derivation_of(model, artifact=None):
 
 
 def copy_c_sources(artifact, name, c_dir):
-    """Copy the build's ``name.c`` and ``name.h`` into ``c_dir``; returns their bytes."""
+    """Copy the build's ``name.c`` and ``name.h`` (and ``name_lanes.c``, the
+    lane code, where there is one) into ``c_dir``; returns the bytes of the
+    first two."""
     c_dir.mkdir(parents=True, exist_ok=True)
-    for suffix in (".c", ".h"):
-        shutil.copyfile(Path(artifact.package_dir) / f"{name}{suffix}", c_dir / f"{name}{suffix}")
+    for suffix in (".c", ".h", "_lanes.c"):
+        source = Path(artifact.package_dir) / f"{name}{suffix}"
+        if source.exists():
+            shutil.copyfile(source, c_dir / f"{name}{suffix}")
     return sum((c_dir / f"{name}{suffix}").stat().st_size for suffix in (".c", ".h"))
+
+
+def scalar_build(model, output_dir):
+    """The model built without lane code (CODEGEN_LANES=off: batches run one
+    point at a time, as before the lanes): ``module`` or None where the
+    build has no lanes to leave out."""
+    import os
+
+    from ..load import load_package
+    from ..pipeline import build_artifact
+
+    saved = os.environ.get("CODEGEN_LANES")
+    os.environ["CODEGEN_LANES"] = "off"
+    try:
+        artifact = build_artifact(model, output_dir, force=True)
+    finally:
+        if saved is None:
+            del os.environ["CODEGEN_LANES"]
+        else:
+            os.environ["CODEGEN_LANES"] = saved
+    return load_package(artifact.package_dir)

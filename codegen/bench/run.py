@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import copy_c_sources, forced_build, form_model
-from .c_driver import c_loop_seconds, compile_object, run_c_driver
+from .build import copy_c_sources, forced_build, form_model, scalar_build
+from .c_driver import c_loop_seconds, compile_object, lane_objects, run_c_driver, vector_peak
 from .casadi import casadi_sources, casadi_variant
-from .common import Settings, max_abs_diff, min_median, say, system_line
+from .common import NPOINTS, Settings, max_abs_diff, min_median, say, system_line
 from .points import base_point, benchmark_points, inputs_of
 from .python_calls import batch_threads, time_batch, time_local_and_linearize, time_single_call
 from .report import ModelReport, Row, format_report, format_time
@@ -34,19 +34,43 @@ def bench_model(spec, settings, progress=None):
 
 def _c_rows(c, c_again, settings, A_ref, B_ref):
     """Our bare C loop: the faster of the runs before and after the Python rows
-    (the machine's speed drifts on shared cores), and the loop without the check."""
+    (the machine's speed drifts on shared cores), and the loop without the
+    check; the lane batch in C, timed alternating with the loop (its ratio
+    to the loop is the in-run ratio)."""
     best = c_again if c_again.ours[0] < c.ours[0] else c
     which = " (faster of two runs, before and after the Python rows)" if best is c_again else \
         " (faster of two runs)"
-    return [Row("c_loop", "ours: bare C loop (no Python)", *c_loop_seconds(best),
+    rows = [Row("c_loop", "ours: bare C loop (no Python)", *c_loop_seconds(best),
                 max_diff=max(max_abs_diff(c.A, A_ref), max_abs_diff(c.B, B_ref)),
                 note=f"{c.iterations} calls per repeat{which}", samples=settings.c_repeats),
             Row("c_loop_nocheck", "ours: bare C loop, no constraint check",
                 *(v * 1e-9 for v in c.ours_nocheck), max_diff=None,
                 note="tol < 0: f_c, f_v not evaluated", samples=settings.c_repeats)]
+    if best.batch is not None:
+        scalar = best.ours[0]
+        rows.append(Row("c_batch", "ours: lane batch in C (linearize_batch)",
+                        *(v * 1e-9 for v in best.batch), max_diff=max_abs_diff(best.A_batch, A_ref),
+                        note=f"{scalar / best.batch[0]:.2f}x the C loop in the same run; "
+                             f"batches of {NPOINTS}", samples=settings.c_repeats))
+    return rows
 
 
-def _python_rows(module, points, settings):
+def _floor_row(artifact, work):
+    """The vector floor: linearize's arithmetic per point over the measured
+    peak of separate multiplies and adds in the lane code's instructions."""
+    fast = artifact.record.get("lanes", {})
+    if "operations" not in fast:
+        return Row("floor", "vector floor (estimate)", status="skipped",
+                   note="the build has no lane code")
+    peak, _ = vector_peak(work)
+    seconds = fast["operations"] / peak * 1e-9
+    return Row("floor", "vector floor (estimate)", seconds, seconds,
+               note=f"{fast['operations']} operations per point / {peak:.1f} flops per ns measured "
+                    f"(multiply and add, {fast.get('target')}); {fast.get('math_calls', 0)} math "
+                    "calls not counted")
+
+
+def _python_rows(module, points, settings, scalar=None):
     threads = batch_threads(module)
     rows = [Row("batch", f"ours: batch of {settings.batch_size} in one call",
                 *time_batch(module, points, settings), max_diff=0.0,
@@ -56,6 +80,20 @@ def _python_rows(module, points, settings):
         rows.append(Row("batch_1", "ours: the same batch on one thread",
                         *time_batch(module, points, settings, threads=1), max_diff=0.0,
                         note="threads=1", samples=settings.batch_repeats))
+    if scalar is not None:
+        # alternating with the lane build's, so that both see the same machine
+        lanes_times, scalar_times = [], []
+        for _ in range(2):
+            lanes_times.append(time_batch(module, points, settings, threads=1))
+            scalar_times.append(time_batch(scalar, points, settings, threads=1))
+        lanes_best, scalar_best = min(lanes_times), min(scalar_times)
+        rows.append(Row("batch_scalar_1", "ours without lane code: the batch, one thread",
+                        *scalar_best, max_diff=0.0,
+                        note=f"CODEGEN_LANES=off; the lanes {scalar_best[0] / lanes_best[0]:.2f}x "
+                             "faster in the same run (paired)", samples=2 * settings.batch_repeats))
+        rows.append(Row("batch_lanes_1", "ours: the batch, one thread (paired)", *lanes_best,
+                        max_diff=0.0, note="alternating with the row above",
+                        samples=2 * settings.batch_repeats))
     rows.append(Row("single", "ours: one linearize call from Python",
                     *time_single_call(module, points, settings), max_diff=0.0,
                     samples=settings.py_repeats))
@@ -93,6 +131,18 @@ def _casadi_row(variant, c_ours, A_ref, B_ref, settings):
                setup={"CasADi SX + codegen": variant["code"]["generate"],
                       "compile": variant["code"]["compile"]},
                note=f"ours {ours_then:.0f} ns in the same run", samples=settings.c_repeats), diff
+
+
+def _casadi_map_row(variant, c_ours, settings):
+    """CasADi's own batch (its map of the function over the points), timed in
+    the same driver run, scaled like its function's row."""
+    run = variant["run"]
+    ours_then = min_median(run.ours)[0]
+    factor = (c_ours.min / (ours_then * 1e-9)) if ours_then else 1.0
+    return Row(f"{variant['key']}_map", f"{variant['label']}: its map over {NPOINTS} points",
+               *(v * 1e-9 * factor for v in run.casadi_map), max_diff=None,
+               note=f"CasADi's Function.map (serial), same flags; ours {ours_then:.0f} ns in that run",
+               samples=settings.c_repeats)
 
 
 def _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress):
@@ -136,32 +186,38 @@ def _bench_model(spec, settings, work, progress):
         code[key] = variant["code"]
         variants.append(variant)
     code["ours"]["compile"], _ = compile_object(c_dir / f"{name}.c", c_dir)
+    objects, lane_defines = lane_objects(c_dir, name)
 
     points = benchmark_points(module, base_point(module, spec, model_module), seed=settings.seed)
     A_ref, B_ref = module.linearize(points.q[0], points.u[0], inputs_of(module, points.r[0]),
                                     points.p, float(points.t[0]))
-    ours_object = c_dir / f"{name}.o"
 
-    say(progress, f"{name}: C loop")
-    c = run_c_driver(c_dir, name, points, settings, [ours_object], None, module.nx, module.nr)
+    say(progress, f"{name}: C loop and lane batch")
+    c = run_c_driver(c_dir, name, points, settings, objects, None, module.nx, module.nr,
+                     lanes=lane_defines)
     for variant in (v for v in variants if v["ok"]):
         say(progress, f"{name}: C loop, ours and {variant['label']}, alternating")
         try:
             variant["run"] = run_c_driver(c_dir, name, points, settings,
-                                          [ours_object, c_dir / f"{variant['name']}.o"],
-                                          variant["name"], module.nx, module.nr)
+                                          [*objects, c_dir / f"{variant['name']}.o"],
+                                          variant["name"], module.nx, module.nr, lanes=lane_defines)
         except RuntimeError as error:
             variant["ok"] = False
             variant["note"] = f"the C driver with CasADi's code failed ({error})"
+    say(progress, f"{name}: the same model without lane code (CODEGEN_LANES=off)")
+    scalar = scalar_build(model, work / "build_scalar") if lane_defines else None
     say(progress, f"{name}: Python: batch and single calls")
-    python_rows = _python_rows(module, points, settings)
-    c_again = run_c_driver(c_dir, name, points, settings, [ours_object], None, module.nx, module.nr)
-    rows = _c_rows(c, c_again, settings, A_ref, B_ref) + python_rows
+    python_rows = _python_rows(module, points, settings, scalar)
+    c_again = run_c_driver(c_dir, name, points, settings, objects, None, module.nx, module.nr,
+                           lanes=lane_defines)
+    rows = _c_rows(c, c_again, settings, A_ref, B_ref) + [_floor_row(artifact, work)] + python_rows
 
     casadi_diff = None
     for variant in variants:
         row, diff = _casadi_row(variant, rows[0], A_ref, B_ref, settings)
         rows.append(row)
+        if variant["ok"] and variant["run"].casadi_map is not None:
+            rows.append(_casadi_map_row(variant, rows[0], settings))
         if diff is not None:
             casadi_diff = diff if casadi_diff is None else max(casadi_diff, diff)
     rows += _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress)

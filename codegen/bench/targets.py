@@ -94,10 +94,47 @@ def _local_target(local, plain):
                    "per point, batch on one thread)", "PASS" if ratio <= 2.0 else "MISS")]
 
 
+# the lane batch's goals per model (issue "Batches at the hardware limit"):
+# vs the scalar batch (one thread, same run), vs the floor, vs CasADi
+LANE_GOALS = {"bicycle": dict(scalar=5.0, floor=3.0, casadi=5.0), "disk": dict(scalar=1.8)}
+
+
+def _lane_targets(report, get):
+    goals = LANE_GOALS.get(report.name, {})
+    lanes, scalar = get("batch_lanes_1"), get("batch_scalar_1")
+    c_batch, floor = get("c_batch"), get("floor")
+    out = []
+    goal = goals.get("scalar")
+    text = f"lane batch vs scalar batch, one thread{f' >= {goal:g}x' if goal else ''}"
+    if _have(lanes) and _have(scalar):
+        ratio = scalar.min / lanes.min
+        out.append(Target(text, f"{ratio:.2f}x ({format_time(lanes.min)} vs {format_time(scalar.min)} "
+                          "per point, paired)", ("PASS" if ratio >= goal else "MISS") if goal else "n/a"))
+    else:
+        out.append(Target(text, "not measured (no lane code)", "n/a"))
+    goal = goals.get("floor")
+    text = f"lane batch in C within {goal:g}x of the vector floor" if goal else \
+        "lane batch in C vs the vector floor"
+    if _have(c_batch) and _have(floor):
+        ratio = c_batch.min / floor.min
+        out.append(Target(text, f"{ratio:.2f}x ({format_time(c_batch.min)} vs {format_time(floor.min)})",
+                          ("PASS" if ratio <= goal else "MISS") if goal else "n/a"))
+    peers = [row for row in (get(k) for k in list(CASADI_VARIANTS) + [f"{k}_map" for k in CASADI_VARIANTS])
+             if _have(row)]
+    goal = goals.get("casadi")
+    text = f"lane batch in C vs CasADi's fastest{f' >= {goal:g}x' if goal else ''}"
+    if _have(c_batch) and peers:
+        fastest = min(peers, key=lambda row: row.min)
+        ratio = fastest.min / c_batch.min
+        out.append(Target(text, f"{ratio:.2f}x vs {fastest.label}",
+                          ("PASS" if ratio >= goal else "MISS") if goal else "n/a"))
+    return out
+
+
 def evaluate_targets(report):
     """The issues' performance targets against this run's numbers (min times)."""
     get = report.row
     c, batch, one_thread = get("c_loop"), get("batch"), get("batch_1")
     return ([_casadi_target(get, c)] + _python_targets(c, batch, get("single"), one_thread)
             + _sympy_targets(get, batch, one_thread)
-            + _local_target(get("local"), get("local_linearize")))
+            + _local_target(get("local"), get("local_linearize")) + _lane_targets(report, get))
