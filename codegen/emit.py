@@ -29,7 +29,7 @@ from . import entry_points as table      # read at each emission (a test adds a 
 from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx_argument, pyx_pass,
                            pyx_batch_signature, pyx_signature, signature, size_expression, stage_guards,
                            workspace_layout)
-from .lanes import KERNEL_OUTPUTS, LIBM_ARITIES, lane_code, lane_doubles
+from .lanes import KERNEL_OUTPUTS, LIBM_ARITIES, kernel_signature, lane_code, lane_doubles
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
@@ -580,6 +580,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         # the stages the generated entry point bodies run (a run_<stage> function each)
         lanes=lanes,
         kernel_outputs=KERNEL_OUTPUTS,
+        kernel_signature=lambda kernel: kernel_signature(d.name, kernel),
         arities=LIBM_ARITIES,
         # the default partition's independent rates, as lane code (steadiness)
         rates=[f"w->qd[{i}][k]" for i in straight.index["independent_q"]]

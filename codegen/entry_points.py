@@ -291,7 +291,16 @@ ENTRY_POINTS = (
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
                 "partition", "solution", "local_chart", "constraint_svds", "null_space_rates",
                 "default_conditions", "chart_partition", "partition_rates", "null_space_chart"),
-        batch="linearize_local"),
+        batch="linearize_local",
+        batch_c=(Parameter("width", "option", "int",
+                           doc="the states a row holds: rows of A width x width, B width x NR, T "
+                               "NS x width, unsteady width; each point's packed with its own nx "
+                               "(a point with nx > width: status WIDTH). NX holds every regular "
+                               "point, NS every point"),
+                 Parameter("steady_tol", "option", "double", doc="for unsteady"),
+                 Parameter("unsteady", "output", "int *", (("ns",), ("one",)), True,
+                           "unsteady_states(work, NULL, A, T, steady_tol) after each point "
+                           "(width entries, those beyond nx 0)"))),
     EntryPoint(
         "constraint_singular_values",
         """The singular values of J_c and B_v at (t, q, u, p), and the ranks

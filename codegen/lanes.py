@@ -31,7 +31,7 @@ portable flags.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy as sm
 
@@ -61,21 +61,57 @@ VECTOR_MATH_FUNCTIONS = ("sin", "cos", "exp", "log", "pow")
 # The stages of each lane kernel, in order: "evaluate <stage>" evaluates a
 # stage's symbolic blocks, "constraints" checks them against the tolerance,
 # the others are straight-line sections of codegen.procedure's stages.
+_LINEARIZE = ("evaluate residuals", "evaluate constraint_jacobians", "constraints",
+              "evaluate kinematics", "kinematic_rates", "evaluate dynamics", "dynamic_rates",
+              "evaluate jacobians", "partition", "solution")
 KERNELS = {
-    "linearize": ("evaluate residuals", "evaluate constraint_jacobians", "constraints",
-                  "evaluate kinematics", "kinematic_rates", "evaluate dynamics", "dynamic_rates",
-                  "evaluate jacobians", "partition", "solution"),
+    "linearize": _LINEARIZE,
+    # the regular-point stage of linearize_local: the default partition's
+    # chart, its Gram-Schmidt bases (where a lane's rank certificate or Gram
+    # check fails, its point takes the scalar code, which may take the SVDs)
+    "linearize_local": _LINEARIZE + ("local_chart",),
     "state_derivative": ("evaluate residuals", "evaluate constraint_jacobians", "evaluate kinematics",
                          "kinematic_rates", "evaluate dynamics", "dynamic_rates"),
 }
 
 # the outputs of each kernel, copied out of the lanes of good points
 KERNEL_OUTPUTS = {"linearize": ("A", "B", "A_full", "B_full", "qd", "ud"),
+                  # and the partition's A, qd*, ud* where the caller computes the steadiness (NX > 64)
+                  "linearize_local": ("A_local", "B_local", "T_local", "A", "qd", "ud"),
                   "state_derivative": ("qd", "ud")}
 
+# the parameters every lane kernel begins with: whether the block is the
+# batch's first (the parameters' math calls are kept from it where the points
+# share one parameter vector), the points and their inputs with strides
+KERNEL_PARAMETERS = ("int first, int count, const double *t, int t_stride, const double *q, int q_stride, "
+                     "const double *u, int u_stride, const double *r, int r_stride, const double *p, "
+                     "int p_stride")
+
+
+
+def kernel_signature(name, kernel):
+    """The C prototype of a lane kernel (``<name>_lanes_<kernel>``): the
+    block's inputs, the constraint tolerance (linearize), the outputs of the
+    good points, linearize's steadiness, the good flags and the lanes' memory."""
+    steps = KERNELS[kernel]
+    outputs = "".join(f"double *{out}, " for out in KERNEL_OUTPUTS[kernel])
+    options = (", double tol" if "constraints" in steps else "") + \
+        (", double rank_tol, int width" if "local_chart" in steps else "")
+    steadiness = "double steady_tol, int *unsteady, " if "solution" in steps else ""
+    return f"int {name}_lanes_{kernel}({KERNEL_PARAMETERS}{options}, {outputs}{steadiness}int *good, double *memory)"
+
+
+# the local chart's outputs (the caller's A, B, T of linearize_local) as
+# arrays of the lanes, beside linearize's A and B
+LOCAL_OUTPUTS = {"A": "A_local", "B": "B_local", "T": "T_local"}
+# arrays of the lanes that are not workspace arrays (codegen.procedure.ARRAYS):
+# the local form's embedding at a regular point, NS x NX
+LANE_ARRAYS = {"T_local": (("nq", "nu"), ("nqi", "nui"))}
+
+
 # operations of the straight-line trace the lane macros lay out
-LANE_OPERATIONS = ("define", "scale", "check_pivot", "check_positive", "check_at_most", "reject",
-                   "store", "check_finite", "place_rows", "comment", "check_outputs")
+LANE_OPERATIONS = ("define", "scale", "check_pivot", "check_positive", "check_at_most", "check_rank",
+                   "reject", "store", "check_finite", "place_rows", "comment", "check_outputs")
 
 
 class LanePrinter(ModelCodePrinter):
@@ -114,6 +150,32 @@ def hoisted_calls(emitter, parts, derivation):
     return sorted(calls, key=sm.default_sort_key)
 
 
+def scalar_math_statements(hoisted, printer, parameters):
+    """The hoisted calls as the scalar libm computes them, in their order: a
+    sin and a cos of one argument as one ``sincos`` (glibc's sincos gives the
+    bits of its sin and cos: they share their kernels), the others alone.
+    ``shared``: the call depends on the parameters only (computed once a batch
+    where the batch shares one parameter vector)."""
+    index = {call: j for j, call in enumerate(hoisted)}
+    statements, done = [], set()
+    for j, call in enumerate(hoisted):
+        if j in done:
+            continue
+        shared = call.free_symbols <= parameters
+        partner = None
+        if isinstance(call, (sm.sin, sm.cos)):
+            other = (sm.cos if isinstance(call, sm.sin) else sm.sin)(call.args[0], evaluate=False)
+            partner = index.get(other)
+        if partner is not None:
+            sine, cosine = (j, partner) if isinstance(call, sm.sin) else (partner, j)
+            done.add(partner)
+            statements.append(dict(kind="sincos", shared=shared, argument=printer.doprint(call.args[0]),
+                                   sine=sine, cosine=cosine))
+        else:
+            statements.append(dict(kind="call", shared=shared, index=j, c=printer.doprint(call)))
+    return statements
+
+
 def lane_names(derivation):
     """Symbol -> C of lane k (the point's inputs and rates are lane arrays)."""
     d = derivation
@@ -143,6 +205,7 @@ class LaneCode:
     # glibc's vector math has
     math: list = field(default_factory=list)
     vector_math: list = field(default_factory=list)
+    math_statements: list = field(default_factory=list)   # see scalar_math_statements
 
 
 def lane_code(emitter, parts, straight, derivation, name_prefix):
@@ -151,16 +214,23 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
 
     ``parts``: (part name, stage, entries) of the evaluation, as emitted for
     the straight-line code; ``straight``: its :class:`StraightLine`."""
-    needed = {step for steps in KERNELS.values() for step in steps if not step.startswith("evaluate")
+    kernels, why = {}, {}
+    for kernel, steps in KERNELS.items():
+        sections = [step for step in steps if not step.startswith("evaluate") and step != "constraints"]
+        missing = sorted(set(sections) - set(straight.sections))
+        unknown = sorted({o.op for stage in sections if stage in straight.sections
+                          for o in straight.sections[stage] if o.op not in LANE_OPERATIONS})
+        if missing:
+            why[kernel] = f"no straight-line code for {', '.join(missing)}"
+        elif unknown:
+            why[kernel] = f"the straight-line operation {unknown[0]!r} has no lane form"
+        else:
+            kernels[kernel] = steps
+    if "linearize" not in kernels:
+        return None, why["linearize"]
+    needed = {step for steps in kernels.values() for step in steps if not step.startswith("evaluate")
               and step != "constraints"}
-    missing = sorted(needed - set(straight.sections))
-    if missing:
-        return None, f"no straight-line code for {', '.join(missing)}"
-    for stage in sorted(needed):
-        for o in straight.sections[stage]:
-            if o.op not in LANE_OPERATIONS:
-                return None, f"the straight-line operation {o.op!r} has no lane form"
-    evaluated = {step.split()[1] for steps in KERNELS.values() for step in steps
+    evaluated = {step.split()[1] for steps in kernels.values() for step in steps
                  if step.startswith("evaluate")}
     hoisted = hoisted_calls(emitter, [part for part in parts if part[1] in evaluated], derivation)
     names = lane_names(derivation)
@@ -172,6 +242,7 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     vector_printer._ns = "vector_"      # glibc's vector variants (VECTOR_MATH), see lanes.c.jinja
     math = [(type(call).__name__, scalar_printer.doprint(call), vector_printer.doprint(call))
             for call in hoisted]
+    math_statements = scalar_math_statements(hoisted, scalar_printer, set(derivation.p))
     last = max(k for k, (_, stage, _) in enumerate(parts) if stage in evaluated)
     if any(stage not in evaluated for _, stage, _ in parts[:last]):
         # a later part would load a temporary an earlier, unrendered one stores
@@ -184,8 +255,9 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     calling = re.compile(r"\blane_(?!(?:%s)\()\w+\(" % "|".join(NATIVE_FUNCTIONS))
     for part in statements:
         # whether the part calls a math function lane by lane (see LANE_LOOP_CALLS)
-        part["calls"] = any(calling.search(expr) for expr in
-                            [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
+        exprs = [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]]
+        part["calls"] = any(calling.search(expr) for expr in exprs)
+        part["sqrt"] = any("lane_sqrt(" in expr for expr in exprs)   # see LANE_LOOP_SQRT
     text = "\n".join(expr for part in statements
                      for expr in [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
     functions = []
@@ -198,16 +270,23 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
         else:
             return None, f"the C function {function} has no lane form"
     # the lane workspace: every array the kernels read or write
+    sections = {stage: section for stage, section in straight.sections.items() if stage in needed}
+    if "local_chart" in sections:
+        sections["local_chart"] = _local_outputs(sections["local_chart"])
     used = {"carried", "qd", "ud", "A", "B", "A_full", "B_full", "f_c", "f_v"}
+    if "local_chart" in sections:
+        used |= {"A_local", "B_local"}
     used |= {block for part in statements for block, _, _ in part["entries"]}
     for stage in sorted(needed):
-        for o in straight.sections[stage]:
+        for o in sections[stage]:
             for value in (*o.args, *o.entries, *o.others, o.pivot, o.value):
                 if getattr(value, "kind", None) == "element":
                     used.add(value.array)
             if o.op == "store":
                 used.add(o.array)
     arrays = [(name, _size(ARRAYS[name], name_prefix)) for name in ARRAYS if name in used]
+    if "local_chart" in sections:
+        arrays += [(name, _size(shape, name_prefix)) for name, shape in LANE_ARRAYS.items()]
     placements = {}
     sizes = dict(derivation.sizes, one=1)
     nq = sizes["nq"]
@@ -225,11 +304,22 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
                 for expr in [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
     calls += len(math)
     vector = sorted({f for f, _, _ in math if f in VECTOR_MATH_FUNCTIONS})
-    return LaneCode(math=math, vector_math=vector,
-                    numeric_operations=numeric, math_calls=calls, kernels=KERNELS, evaluation=evaluation,
-                    sections={stage: section for stage, section in straight.sections.items()
-                              if stage in needed},
-                    arrays=arrays, functions=functions, placements=placements), None
+    return LaneCode(math=math, vector_math=vector, math_statements=math_statements,
+                    numeric_operations=numeric, math_calls=calls, kernels=kernels, evaluation=evaluation,
+                    sections=sections, arrays=arrays, functions=functions, placements=placements), None
+
+
+def _local_outputs(section):
+    """The local chart's section with its outputs (the caller's A, B, T)
+    stored into the lanes' A_local, B_local, T_local (see LOCAL_OUTPUTS)."""
+    renamed = []
+    for o in section:
+        if o.op == "store" and o.output:
+            o = replace(o, array=LOCAL_OUTPUTS[o.array])
+        elif o.op == "check_outputs":
+            o = replace(o, outputs=tuple((LOCAL_OUTPUTS[target], count) for target, count in o.outputs))
+        renamed.append(o)
+    return renamed
 
 
 def _size(shape, prefix):
@@ -250,6 +340,7 @@ def lane_doubles(code, sizes, carried_count):
     def count(names):
         return sum(1 if t == "one" else int(t) if t.isdigit() else values[t] for t in names)
     inputs = 1 + sum(sizes[n] + 1 for n in ("nq", "nu", "nr", "np"))   # t, q, u, r, p
-    arrays = sum(count(ARRAYS[name][0]) * count(ARRAYS[name][1]) + 1 for name, _ in code.arrays)
+    shapes = {**ARRAYS, **LANE_ARRAYS}
+    arrays = sum(count(shapes[name][0]) * count(shapes[name][1]) + 1 for name, _ in code.arrays)
     # carried, the flag, unsteady, the hoisted calls
     return inputs + arrays + carried_count + 1 + 1 + sizes["nx"] + 1 + len(code.math) + 1

@@ -84,6 +84,11 @@ STATUSES = (
            "decreases the residual: a least-squares minimum that is no solution (e.g. too many "
            "coordinates held fixed, or speeds held that violate f_v), or a point where the "
            "residual is not differentiable. q and u hold the last iterate."),
+    Status("WIDTH", 14, "the point's local form has more states than the batch's rows hold",
+           "InputError",
+           "linearize_local_batch: the point's local form has nx states, more than the rows' "
+           "width (a singular configuration in a batch laid out for regular points): call "
+           "again with width = NS, which holds every point."),
 )
 
 assert [s.code for s in STATUSES] == list(range(len(STATUSES)))

@@ -15,18 +15,21 @@ static void fill_zero(double *a, int count)
 }
 
 /* 1 if no entry is NaN or +-Inf: a[i] * 0.0 is 0 for a finite entry and NaN
-   otherwise, and a NaN stays NaN in a sum. Two independent sums, few
-   instructions an entry: this runs on every input and output of every call. */
+   otherwise, and a NaN stays NaN in a sum. Four independent sums (two
+   vectors of two): few instructions an entry, short chains of additions, and
+   small enough to be inlined: this runs on every input and output of every call. */
 static int all_finite(const double *a, int count)
 {
-    double even = 0.0, odd = 0.0;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i;
-    for (i = 0; i + 1 < count; i += 2) {
-        even += a[i] * 0.0;
-        odd += a[i + 1] * 0.0;
+    for (i = 0; i + 3 < count; i += 4) {
+        s0 += a[i] * 0.0;
+        s1 += a[i + 1] * 0.0;
+        s2 += a[i + 2] * 0.0;
+        s3 += a[i + 3] * 0.0;
     }
-    if (i < count) even += a[i] * 0.0;
-    return even + odd == 0.0;
+    for (; i < count; ++i) s0 += a[i] * 0.0;
+    return (s0 + s1) + (s2 + s3) == 0.0;
 }
 
 /* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
@@ -659,8 +662,22 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
         return 0;
     }
     count = 0;
-    for (i = 0; i < rows; ++i)
-        for (j = 0; j < ld; ++j) if (fabs(A[i * ld + j]) > negligible) negligible = fabs(A[i * ld + j]);
+    {
+        /* A's largest entry, in four independent running maxima (one chain of
+           comparisons would wait on each; the maximum is the same in any order) */
+        double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+        const int total = rows * ld;
+        for (i = 0; i + 3 < total; i += 4) {
+            m0 = fabs(A[i]) > m0 ? fabs(A[i]) : m0;
+            m1 = fabs(A[i + 1]) > m1 ? fabs(A[i + 1]) : m1;
+            m2 = fabs(A[i + 2]) > m2 ? fabs(A[i + 2]) : m2;
+            m3 = fabs(A[i + 3]) > m3 ? fabs(A[i + 3]) : m3;
+        }
+        for (; i < total; ++i) m0 = fabs(A[i]) > m0 ? fabs(A[i]) : m0;
+        m0 = m1 > m0 ? m1 : m0;
+        m2 = m3 > m2 ? m3 : m2;
+        negligible = m2 > m0 ? m2 : m0;
+    }
     negligible *= ignorable_rtol;   /* rounding in a column that is zero */
     for (j = 0; j < states; ++j) flags[j] = 1;
     for (i = 0; i < rows; ++i) active[i] = 1;
@@ -668,9 +685,10 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
         /* the same passes on bit sets: column j's rows with a non-zero entry */
         unsigned long long essential = states == 64 ? ~0ULL : (1ULL << states) - 1, next;
         unsigned long long column[64];
-        for (j = 0; j < states; ++j) {
-            column[j] = 0;
-            for (i = 0; i < rows; ++i) column[j] |= (unsigned long long)(fabs(A[i * ld + j]) > negligible) << i;
+        for (j = 0; j < states; ++j) column[j] = 0;
+        for (i = 0; i < rows; ++i) {   /* row by row: A in the order of memory */
+            const unsigned long long bit = 1ULL << i;
+            for (j = 0; j < states; ++j) column[j] |= fabs(A[i * ld + j]) > negligible ? bit : 0ULL;
         }
         for (;;) {
             next = 0;

@@ -244,3 +244,56 @@ def test_vector_math_is_within_its_bound(disk, build_dir, disk_model, monkeypatc
     A_exact, _ = disk.linearize(q, u)
     scale = np.abs(A_exact).max(axis=(1, 2))
     assert (np.abs(A - A_exact).max(axis=(1, 2)) <= 1e-13 * scale).all()
+
+
+def local_batch(module, q, u, width=None):
+    """(status, index, out) of the kernel's linearize_local batch."""
+    batch = arguments.batch(module, q, u, None, None, 0.0)
+    return kernel.linearize_local(module._kernel, batch, width=width or module.nx, rank_tol=1e-9,
+                                  tol=1e-8, steady_tol=1e-9, threads=1, work=1)
+
+
+def test_local_batches_equal_the_scalar_build_and_single_calls(disk, disk_without_lanes):
+    """linearize_local's regular-point stage in the lanes: A, B, T, ranks,
+    charts and steadiness equal the scalar build's batch and one call per
+    point, bit for bit (an upright disk among the points; a tail block)."""
+    q, u = disk_points(disk, 27, seed=13)
+    q[4, 1] = 0.0                        # upright
+    q, u = (np.array(a) for a in disk.complete(q, u))
+    s1, _, lanes = local_batch(disk, q, u)
+    s2, _, scalar = local_batch(disk_without_lanes, q, u)
+    assert s1 == s2 == 0 and lanes.width == scalar.width == disk.nx
+    for name in ("A", "B", "T", "ranks", "charts", "unsteady"):
+        assert np.array_equal(getattr(lanes, name), getattr(scalar, name)), name
+    result = disk.linearize_local(q, u)
+    for k in range(len(q)):
+        one = disk.linearize_local(q[k], u[k])
+        assert np.array_equal(one.A, result.A[k]) and np.array_equal(one.embedding, result.embedding[k])
+
+
+def test_local_batches_across_a_singular_configuration(fourbar_pair):
+    """The four-bar approaching and at its flat configuration (J_c loses
+    rank: a larger local form, the batch laid out again for the largest
+    size), and rows too narrow for a point: the lane build as the scalar one."""
+    lanes, scalar = fourbar_pair
+    params = dict(fourbar.DEFAULT_PARAMETERS)
+    points = [fourbar.general(params, phi=a, omega=0.7) for a in np.linspace(1.2, 0.2, 11)]
+    points.insert(5, fourbar.flat(params))
+    q = np.array([p[0] for p in points])
+    u = np.array([p[1] for p in points])
+    for width in (lanes.nx, lanes.nq + lanes.nu):
+        s1, i1, out1 = local_batch(lanes, q, u, width)
+        s2, i2, out2 = local_batch(scalar, q, u, width)
+        assert (s1, i1) == (s2, i2) == (0, len(q))
+        assert out1.width == out2.width == lanes.nq + lanes.nu     # the flat point needs more
+        assert np.array_equal(out1.ranks, out2.ranks) and np.array_equal(out1.charts, out2.charts)
+        ns, nr = lanes.nq + lanes.nu, lanes.nr
+        for i, (rank_c, rank_v) in enumerate(out1.ranks):
+            nx = ns - rank_c - rank_v      # each point packed with its own size
+            for name, used in (("A", nx * nx), ("B", nx * nr), ("T", ns * nx), ("unsteady", nx)):
+                assert np.array_equal(getattr(out1, name)[i, :used], getattr(out2, name)[i, :used]), name
+    assert out1.ranks[5, 0] < lanes.nc
+    result = lanes.linearize_local(q, u)
+    one = lanes.linearize_local(q[5], u[5])
+    assert result.point(5).nx == one.nx > lanes.nx
+    assert np.array_equal(result.point(5).A, one.A)

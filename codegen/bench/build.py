@@ -48,22 +48,23 @@ def copy_c_sources(artifact, name, c_dir):
     return sum((c_dir / f"{name}{suffix}").stat().st_size for suffix in (".c", ".h"))
 
 
-def scalar_build(model, output_dir):
-    """The model built without lane code (CODEGEN_LANES=off: batches run one
-    point at a time, as before the lanes): ``module`` or None where the
-    build has no lanes to leave out."""
+def build_with(model, output_dir, **environment):
+    """The model built (forced) with these environment variables set for the
+    build (e.g. CODEGEN_LANES="off": batches one point at a time, as before
+    the lanes; CODEGEN_VECTOR_MATH="1"): the loaded module."""
     import os
 
     from ..load import load_package
     from ..pipeline import build_artifact
 
-    saved = os.environ.get("CODEGEN_LANES")
-    os.environ["CODEGEN_LANES"] = "off"
+    saved = {key: os.environ.get(key) for key in environment}
+    os.environ.update(environment)
     try:
         artifact = build_artifact(model, output_dir, force=True)
     finally:
-        if saved is None:
-            del os.environ["CODEGEN_LANES"]
-        else:
-            os.environ["CODEGEN_LANES"] = saved
+        for key, value in saved.items():
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
     return load_package(artifact.package_dir)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import copy_c_sources, forced_build, form_model, scalar_build
+from .build import build_with, copy_c_sources, forced_build, form_model
 from .c_driver import c_loop_seconds, compile_object, lane_objects, run_c_driver, vector_peak
 from .casadi import casadi_sources, casadi_variant
 from .common import NPOINTS, Settings, max_abs_diff, min_median, say, system_line
@@ -70,7 +70,7 @@ def _floor_row(artifact, work):
                     "calls not counted")
 
 
-def _python_rows(module, points, settings, scalar=None):
+def _python_rows(module, points, settings, scalar=None, vector_math=None):
     threads = batch_threads(module)
     rows = [Row("batch", f"ours: batch of {settings.batch_size} in one call",
                 *time_batch(module, points, settings), max_diff=0.0,
@@ -81,12 +81,14 @@ def _python_rows(module, points, settings, scalar=None):
                         *time_batch(module, points, settings, threads=1), max_diff=0.0,
                         note="threads=1", samples=settings.batch_repeats))
     if scalar is not None:
-        # alternating with the lane build's, so that both see the same machine
-        lanes_times, scalar_times = [], []
+        # alternating with the lane build's (and the vector-math build's), so
+        # that all see the same machine
+        builds = [module, scalar] + ([vector_math] if vector_math is not None else [])
+        times = [[] for _ in builds]
         for _ in range(2):
-            lanes_times.append(time_batch(module, points, settings, threads=1))
-            scalar_times.append(time_batch(scalar, points, settings, threads=1))
-        lanes_best, scalar_best = min(lanes_times), min(scalar_times)
+            for build, samples in zip(builds, times):
+                samples.append(time_batch(build, points, settings, threads=1))
+        lanes_best, scalar_best = min(times[0]), min(times[1])
         rows.append(Row("batch_scalar_1", "ours without lane code: the batch, one thread",
                         *scalar_best, max_diff=0.0,
                         note=f"CODEGEN_LANES=off; the lanes {scalar_best[0] / lanes_best[0]:.2f}x "
@@ -94,6 +96,18 @@ def _python_rows(module, points, settings, scalar=None):
         rows.append(Row("batch_lanes_1", "ours: the batch, one thread (paired)", *lanes_best,
                         max_diff=0.0, note="alternating with the row above",
                         samples=2 * settings.batch_repeats))
+        if vector_math is not None:
+            best = min(times[2])
+            A, _ = vector_math.linearize(points.q, points.u, inputs_of(module, points.r), points.p,
+                                         points.t)
+            A_exact, _ = module.linearize(points.q, points.u, inputs_of(module, points.r), points.p,
+                                          points.t)
+            rows.append(Row("batch_vector_math_1", "ours, vector math: the batch, one thread", *best,
+                            max_diff=float(np.abs(A - A_exact).max()),
+                            note=f"CODEGEN_VECTOR_MATH=1 (libmvec, fused multiply-add); "
+                                 f"{scalar_best[0] / best[0]:.2f}x the scalar batch (paired); "
+                                 "max|diff| against the bit-identical lanes",
+                            samples=2 * settings.batch_repeats))
     rows.append(Row("single", "ours: one linearize call from Python",
                     *time_single_call(module, points, settings), max_diff=0.0,
                     samples=settings.py_repeats))
@@ -205,9 +219,16 @@ def _bench_model(spec, settings, work, progress):
             variant["ok"] = False
             variant["note"] = f"the C driver with CasADi's code failed ({error})"
     say(progress, f"{name}: the same model without lane code (CODEGEN_LANES=off)")
-    scalar = scalar_build(model, work / "build_scalar") if lane_defines else None
+    scalar = build_with(model, work / "build_scalar", CODEGEN_LANES="off") if lane_defines else None
+    vector_math = None
+    if lane_defines:
+        say(progress, f"{name}: the same model with vector math in the lanes (CODEGEN_VECTOR_MATH=1)")
+        try:
+            vector_math = build_with(model, work / "build_vector_math", CODEGEN_VECTOR_MATH="1")
+        except Exception as error:     # no libmvec here: the row says so
+            say(progress, f"{name}: no vector-math build ({error})")
     say(progress, f"{name}: Python: batch and single calls")
-    python_rows = _python_rows(module, points, settings, scalar)
+    python_rows = _python_rows(module, points, settings, scalar, vector_math)
     c_again = run_c_driver(c_dir, name, points, settings, objects, None, module.nx, module.nr,
                            lanes=lane_defines)
     rows = _c_rows(c, c_again, settings, A_ref, B_ref) + [_floor_row(artifact, work)] + python_rows

@@ -343,41 +343,33 @@ def linearize(kernel, batch, *, full, dependent_q, dependent_u, tol, steady_tol,
     return status, index, out
 
 
-# linearize_local's doubles per point in rows of width k (A k x k, B k x nr, T ns x k)
-def _local_row(k, nr, ns):
-    return k * k + k * nr + ns * k
-
-
 def linearize_local(kernel, batch, *, width, rank_tol, tol, steady_tol, threads, work):
     """The local state-space form of a batch. ``width``: the size (nx) every
     point is expected to have (the size of the last uniform batch); where a
     point's differs, the batch is run again with rows of the largest size.
     Returns ``(status, index, out)``: ``out.A``, ``out.B``, ``out.T`` (one row
-    per point, each point's arrays packed with its own nx in a row of width
+    per point, each point's arrays packed with its own nx in rows of width
     ``out.width``), ``out.ranks`` (rank of J_c, of B_v), ``out.charts`` (the
     chart's dependent indices, -1: the null spaces'), ``out.unsteady``."""
     s = kernel.SIZES
     n, nr, ns = batch.size, s["nr"], s["ns"]
     ranks = np.empty((n, 2), dtype=np.intc)
     charts = np.empty((n, s["nc"] + s["nv"]), dtype=np.intc)
-    unsteady = np.zeros((n, ns), dtype=np.intc) if steady_tol >= 0.0 and ns else None
-    # first compactly, every point of the expected size (one buffer: A, B, T
-    # of a point side by side); where a point's size differs, again with rows
-    # of the largest size (width -1 for the kernel)
-    k = width
-    results = np.empty((n, _local_row(k, nr, ns)))
-    status, index = run_batch(kernel.linearize_local, n, _inputs(batch),
-                              (rank_tol, tol, steady_tol, k),
-                              (results, ranks, charts, unsteady), threads, work)
-    if status == kernel.NONUNIFORM:
-        k = ns
-        results = np.empty((n, _local_row(k, nr, ns)))
+
+    def run(k):
+        # rows of k states: A k x k, B k x nr, T ns x k (compact where every
+        # point has k; k = ns holds any point)
+        out = _Out(A=np.empty((n, k * k)), B=np.empty((n, k * nr)), T=np.empty((n, ns * k)), width=k,
+                   ranks=ranks, charts=charts,
+                   unsteady=np.zeros((n, k), dtype=np.intc) if steady_tol >= 0.0 and ns else None)
         status, index = run_batch(kernel.linearize_local, n, _inputs(batch),
-                                  (rank_tol, tol, steady_tol, -1),
-                                  (results, ranks, charts, unsteady), threads, work)
-    out = _Out(A=results[:, :k * k], B=results[:, k * k:k * (k + nr)],
-               T=results[:, k * (k + nr):], width=k, ranks=ranks, charts=charts,
-               unsteady=unsteady)
+                                  (rank_tol, tol, steady_tol, k),
+                                  (out.A, out.B, out.T, ranks, charts, out.unsteady), threads, work)
+        return status, index, out
+
+    status, index, out = run(min(max(width, s["nx"]), ns))
+    if status == kernel.NONUNIFORM:
+        status, index, out = run(ns)
     return status, index, out
 
 

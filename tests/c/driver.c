@@ -211,6 +211,45 @@ int main(void)
             CHECK(memcmp(udb + i * C(NU), ud, sizeof ud[0] * C(NU)) == 0, "batch state derivative ud");
         }
         (void)first;
+        /* the local form of the same points in rows of NX states (the lane
+           code for regular points): each point's as one call gives it */
+        {
+            const int W = C(NX);
+            double *Alb = malloc(sizeof(double) * N * W * W + 1), *Blb = malloc(sizeof(double) * N * W * C(NR) + 1);
+            double *Tlb = malloc(sizeof(double) * N * ROWS * W + 1);
+            int *rlb = malloc(sizeof(int) * N * 2), *clb = malloc(sizeof(int) * N * (C(NC) + C(NV)) + 1);
+            int *flb = malloc(sizeof(int) * N * W + 1);
+            static double A2[ROWS * ROWS + 1], B2[ROWS * (C(NR) + 1) + 1], T2[ROWS * ROWS + 1];
+            int ranks2[2], chart2[C(NC) + C(NV) + 1], flags2[ROWS + 1];
+            if (!Alb || !Blb || !Tlb || !rlb || !clb || !flb) return 2;
+            free(bw);
+            bw = malloc(sizeof *bw);
+            if (!bw) return 2;
+            status = F(linearize_local_batch)(N, tb, 1, qb, SQ, ub, SU, rb, SR, NULL, 0, 0.0, 1e-8, Alb,
+                                              C(NR) ? Blb : NULL, Tlb, rlb, clb, NULL, W, 1e-9, flb, sb, bw);
+            CHECK(status == sb[POINTS], "local batch: the first failure's status");
+            for (i = 0; i < N; ++i) {
+                int s;
+                RENEW();
+                s = F(linearize_local)(tb[i], qb + i * SQ, ub + i * SU, rb + i * SR, NULL, 0.0, 1e-8, A2, B2,
+                                       T2, ranks2, chart2, NULL, local);
+                CHECK(sb[i] == s, "local batch status");
+                if (s != C(OK)) continue;
+                F(unsteady_states)(base, NULL, A2, T2, 1e-9, flags2);
+                CHECK(memcmp(Alb + i * W * W, A2, sizeof(double) * W * W) == 0, "local batch A");
+                CHECK(C(NR) == 0 || memcmp(Blb + i * W * C(NR), B2, sizeof(double) * W * C(NR)) == 0,
+                      "local batch B");
+                CHECK(memcmp(Tlb + i * ROWS * W, T2, sizeof(double) * ROWS * W) == 0, "local batch T");
+                CHECK(memcmp(rlb + 2 * i, ranks2, sizeof ranks2) == 0, "local batch ranks");
+                CHECK(memcmp(clb + i * (C(NC) + C(NV)), chart2, sizeof(int) * (C(NC) + C(NV))) == 0,
+                      "local batch chart");
+                CHECK(memcmp(flb + i * W, flags2, sizeof(int) * W) == 0, "local batch steadiness");
+            }
+            CHECK(F(linearize_local_batch)(N, tb, 1, qb, SQ, ub, SU, rb, SR, NULL, 0, 0.0, 1e-8, Alb, NULL,
+                                           Tlb, NULL, NULL, NULL, W - 1, 0.0, NULL, sb, bw) == C(ERR_WIDTH),
+                  "local batch: rows too narrow");
+            free(Alb); free(Blb); free(Tlb); free(rlb); free(clb); free(flb);
+        }
         free(qb); free(ub); free(rb); free(tb); free(Ab); free(Bb); free(Afb); free(qdb); free(udb);
         free(cb); free(sb); free(ub_flags); free(bw);
         printf("batch_points %d\n", N);

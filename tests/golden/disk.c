@@ -127,18 +127,21 @@ static void fill_zero(double *a, int count)
 }
 
 /* 1 if no entry is NaN or +-Inf: a[i] * 0.0 is 0 for a finite entry and NaN
-   otherwise, and a NaN stays NaN in a sum. Two independent sums, few
-   instructions an entry: this runs on every input and output of every call. */
+   otherwise, and a NaN stays NaN in a sum. Four independent sums (two
+   vectors of two): few instructions an entry, short chains of additions, and
+   small enough to be inlined: this runs on every input and output of every call. */
 static int all_finite(const double *a, int count)
 {
-    double even = 0.0, odd = 0.0;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i;
-    for (i = 0; i + 1 < count; i += 2) {
-        even += a[i] * 0.0;
-        odd += a[i + 1] * 0.0;
+    for (i = 0; i + 3 < count; i += 4) {
+        s0 += a[i] * 0.0;
+        s1 += a[i + 1] * 0.0;
+        s2 += a[i + 2] * 0.0;
+        s3 += a[i + 3] * 0.0;
     }
-    if (i < count) even += a[i] * 0.0;
-    return even + odd == 0.0;
+    for (; i < count; ++i) s0 += a[i] * 0.0;
+    return (s0 + s1) + (s2 + s3) == 0.0;
 }
 
 /* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
@@ -771,8 +774,22 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
         return 0;
     }
     count = 0;
-    for (i = 0; i < rows; ++i)
-        for (j = 0; j < ld; ++j) if (fabs(A[i * ld + j]) > negligible) negligible = fabs(A[i * ld + j]);
+    {
+        /* A's largest entry, in four independent running maxima (one chain of
+           comparisons would wait on each; the maximum is the same in any order) */
+        double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+        const int total = rows * ld;
+        for (i = 0; i + 3 < total; i += 4) {
+            m0 = fabs(A[i]) > m0 ? fabs(A[i]) : m0;
+            m1 = fabs(A[i + 1]) > m1 ? fabs(A[i + 1]) : m1;
+            m2 = fabs(A[i + 2]) > m2 ? fabs(A[i + 2]) : m2;
+            m3 = fabs(A[i + 3]) > m3 ? fabs(A[i + 3]) : m3;
+        }
+        for (; i < total; ++i) m0 = fabs(A[i]) > m0 ? fabs(A[i]) : m0;
+        m0 = m1 > m0 ? m1 : m0;
+        m2 = m3 > m2 ? m3 : m2;
+        negligible = m2 > m0 ? m2 : m0;
+    }
     negligible *= ignorable_rtol;   /* rounding in a column that is zero */
     for (j = 0; j < states; ++j) flags[j] = 1;
     for (i = 0; i < rows; ++i) active[i] = 1;
@@ -780,9 +797,10 @@ static int unsteady_states(int rows, int states, int ld, const double *E, const 
         /* the same passes on bit sets: column j's rows with a non-zero entry */
         unsigned long long essential = states == 64 ? ~0ULL : (1ULL << states) - 1, next;
         unsigned long long column[64];
-        for (j = 0; j < states; ++j) {
-            column[j] = 0;
-            for (i = 0; i < rows; ++i) column[j] |= (unsigned long long)(fabs(A[i * ld + j]) > negligible) << i;
+        for (j = 0; j < states; ++j) column[j] = 0;
+        for (i = 0; i < rows; ++i) {   /* row by row: A in the order of memory */
+            const unsigned long long bit = 1ULL << i;
+            for (j = 0; j < states; ++j) column[j] |= fabs(A[i * ld + j]) > negligible ? bit : 0ULL;
         }
         for (;;) {
             next = 0;
@@ -3025,8 +3043,8 @@ const char *const disk_block_names[DISK_NBLOCKS + 1] = { "f_c", "f_v", "J_c", "J
 
 unsigned long disk_workspace_size(const char *function)
 {
-    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", 0 };
-    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
+    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "linearize_local_batch", 0 };
+    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
     int i, j;
     if (!function) return 0;
     for (i = 0; names[i]; ++i) {
@@ -3563,8 +3581,9 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  * linked and the CPU has its instructions, else one point at a time
  */
 #if defined(DISK_LANES_KERNELS)
-int disk_lanes_linearize(int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *A_full, double *B_full, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
-int disk_lanes_state_derivative(int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double *qd, double *ud, int *good, double *memory);
+int disk_lanes_linearize(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *A_full, double *B_full, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
+int disk_lanes_linearize_local(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double rank_tol, int width, double *A_local, double *B_local, double *T_local, double *A, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
+int disk_lanes_state_derivative(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double *qd, double *ud, int *good, double *memory);
 
 /* whether this CPU runs the instructions the lane code was compiled for
    (-DDISK_LANES_ISA=3: x86-64-v3, AVX2; 4: x86-64-v4, AVX-512) */
@@ -3601,6 +3620,33 @@ static int linearize_point(double t, const double *q, const double *u, const dou
     return DISK_OK;
 }
 
+/* linearize_local at one point of a batch into its rows of width states (its
+   own nx <= width: packed), and the steadiness */
+static int local_point(double t, const double *q, const double *u, const double *r, const double *p,
+                       double rank_tol, double tol, int width, double *A, double *B, double *T, int *ranks,
+                       int *chart, double *sigma, double steady_tol, int *unsteady,
+                       disk_batch_workspace *work)
+{
+    int point_ranks[2], nx, i;
+    int status = disk_linearize_local(t, q, u, r, p, rank_tol, tol, work->local_A, work->local_B,
+                                          work->local_T, point_ranks, chart, sigma, &work->point);
+    if (status != DISK_OK) return status;
+    if (ranks) {
+        ranks[0] = point_ranks[0];
+        ranks[1] = point_ranks[1];
+    }
+    nx = (NQ - point_ranks[0]) + (NU - point_ranks[1]);
+    if (nx > width) return DISK_ERR_WIDTH;
+    if (A) for (i = 0; i < nx * nx; i++) A[i] = work->local_A[i];
+    if (B) for (i = 0; i < nx * NR; i++) B[i] = work->local_B[i];
+    if (T) for (i = 0; i < NS * nx; i++) T[i] = work->local_T[i];
+    if (unsteady) {
+        disk_unsteady_states(&work->point.base, 0, work->local_A, work->local_T, steady_tol, unsteady);
+        for (i = nx; i < width; i++) unsteady[i] = 0;
+    }
+    return DISK_OK;
+}
+
 int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, int q_stride,
         const double *u, int u_stride, const double *r, int r_stride, const double *p,
         int p_stride, const int *dependent_q, const int *dependent_u, double tol, double *A,
@@ -3618,14 +3664,14 @@ int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, 
             double *A_block = A ? A + (i) * (NX * NX) : 0;
             double *qd_block = qd ? qd + (i) * (NQ) : 0;
             double *ud_block = ud ? ud + (i) * (NU) : 0;
-            disk_lanes_linearize(count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, A_block, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * NX : 0, work->good, work->lanes);
+            disk_lanes_linearize(i == 0, count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, A_block, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * NX : 0, work->good, work->lanes);
             for (k = 0; k < count; k++) {
                 int s = DISK_OK;
                 if (work->good[k]) {
                     /* as the straight-line code leaves it: well conditioned, its steadiness from A, qd*, ud* */
                     if (condition) condition[2 * (i + k)] = condition[2 * (i + k) + 1] = 0.0;
                 } else {
-                    s = linearize_point(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, dependent_q, dependent_u, tol, A ? A + (i + k) * (NX * NX) : 0, B ? B + (i + k) * (NX * NR) : 0, A_full ? A_full + (i + k) * (NS * NX) : 0, B_full ? B_full + (i + k) * (NS * NR) : 0, qd ? qd + (i + k) * (NQ) : 0, ud ? ud + (i + k) * (NU) : 0, condition ? condition + (i + k) * (2) : 0, steady_tol, unsteady ? unsteady + (i + k) * (NX) : 0, &work->point);
+                    s = linearize_point(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, dependent_q, dependent_u, tol, A ? A + (i + k) * (NX * NX) : 0, B ? B + (i + k) * (NX * NR) : 0, A_full ? A_full + (i + k) * (NS * NX) : 0, B_full ? B_full + (i + k) * (NS * NR) : 0, qd ? qd + (i + k) * (NQ) : 0, ud ? ud + (i + k) * (NU) : 0, condition ? condition + (i + k) * (2) : 0, steady_tol, unsteady ? unsteady + (i + k) * (NX) : 0, &work->point.base);
                 }
                 if (status) status[i + k] = s;
                 if (s != DISK_OK && first == DISK_OK) {
@@ -3638,7 +3684,7 @@ int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, 
     }
     #endif
     for (; i < n; i++) {
-        const int s = linearize_point(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, dependent_q, dependent_u, tol, A ? A + (i) * (NX * NX) : 0, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, condition ? condition + (i) * (2) : 0, steady_tol, unsteady ? unsteady + (i) * (NX) : 0, &work->point);
+        const int s = linearize_point(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, dependent_q, dependent_u, tol, A ? A + (i) * (NX * NX) : 0, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, condition ? condition + (i) * (2) : 0, steady_tol, unsteady ? unsteady + (i) * (NX) : 0, &work->point.base);
         if (status) status[i] = s;
         if (s != DISK_OK && first == DISK_OK) {
             first = s;
@@ -3660,13 +3706,13 @@ int disk_state_derivative_batch(int n, const double *t, int t_stride, const doub
         for (; i < n; i += DISK_LANES) {
             const int count = n - i < DISK_LANES ? n - i : DISK_LANES;
             int k;
-            disk_lanes_state_derivative(count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, work->good, work->lanes);
+            disk_lanes_state_derivative(i == 0, count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, work->good, work->lanes);
             for (k = 0; k < count; k++) {
                 int s = DISK_OK;
                 if (work->good[k]) {
                     /* qd*, ud* in their rows */
                 } else {
-                    s = disk_state_derivative(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, qd ? qd + (i + k) * (NQ) : 0, ud ? ud + (i + k) * (NU) : 0, &work->point);
+                    s = disk_state_derivative(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, qd ? qd + (i + k) * (NQ) : 0, ud ? ud + (i + k) * (NU) : 0, &work->point.base);
                 }
                 if (status) status[i + k] = s;
                 if (s != DISK_OK && first == DISK_OK) {
@@ -3679,7 +3725,63 @@ int disk_state_derivative_batch(int n, const double *t, int t_stride, const doub
     }
     #endif
     for (; i < n; i++) {
-        const int s = disk_state_derivative(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, &work->point);
+        const int s = disk_state_derivative(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, &work->point.base);
+        if (status) status[i] = s;
+        if (s != DISK_OK && first == DISK_OK) {
+            first = s;
+            if (!status) return s;
+        }
+    }
+    return first;
+}
+
+int disk_linearize_local_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, double rank_tol, double tol, double *A, double *B,
+        double *T, int *ranks, int *chart, double *sigma, int width, double steady_tol,
+        int *unsteady, int *status, disk_batch_workspace *work)
+{
+    if (width < NX) return DISK_ERR_WIDTH;   /* no regular point fits */
+    int i = 0, first = DISK_OK;
+    if (n < 0 || !q || !u || !work) return DISK_ERR_NULL_ARGUMENT;
+    #if defined(DISK_LANES_KERNELS)
+    if (lanes_usable()) {
+        for (; i < n; i += DISK_LANES) {
+            const int count = n - i < DISK_LANES ? n - i : DISK_LANES;
+            int k;
+            double *A_block = 0, *qd_block = 0, *ud_block = 0;   /* the steadiness flags come from the lanes */
+            disk_lanes_linearize_local(i == 0, count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, rank_rtol(rank_tol), width, A ? A + (i) * (width * width) : 0, B ? B + (i) * (width * NR) : 0, T ? T + (i) * (NS * width) : 0, A_block, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * width : 0, work->good, work->lanes);
+            for (k = 0; k < count; k++) {
+                int s = DISK_OK;
+                if (work->good[k]) {
+                    /* the default partition's chart at a regular point: full ranks */
+                    if (ranks) {
+                        ranks[2 * (i + k)] = NC;
+                        ranks[2 * (i + k) + 1] = NV;
+                    }
+                    if (chart) {
+                        copy_indices(NC, disk_default_dependent_q, chart + (i + k) * (NC + NV));
+                        copy_indices(NV, disk_default_dependent_u, chart + (i + k) * (NC + NV) + NC);
+                    }
+                    if (sigma) {   /* the same bits as linearize_local's (two small SVDs) */
+                        const int j = i + k;
+                        s = disk_constraint_singular_values(t ? t[j * t_stride] : 0.0, q + j * q_stride, u + j * u_stride, p ? p + j * p_stride : 0, rank_tol, 0, sigma + j * (NC + NV), 0, 0, &work->point);
+                    }
+                } else {
+                    s = local_point(t ? t[(i + k) * t_stride] : 0.0, q + (i + k) * q_stride, u + (i + k) * u_stride, r ? r + (i + k) * r_stride : 0, p ? p + (i + k) * p_stride : 0, rank_tol, tol, width, A ? A + (i + k) * (width * width) : 0, B ? B + (i + k) * (width * NR) : 0, T ? T + (i + k) * (NS * width) : 0, ranks ? ranks + (i + k) * (2) : 0, chart ? chart + (i + k) * (NC + NV) : 0, sigma ? sigma + (i + k) * (NC + NV) : 0, steady_tol, unsteady ? unsteady + (i + k) * (width) : 0, work);
+                }
+                if (status) status[i + k] = s;
+                if (s != DISK_OK && first == DISK_OK) {
+                    first = s;
+                    if (!status) return s;
+                }
+            }
+        }
+        return first;
+    }
+    #endif
+    for (; i < n; i++) {
+        const int s = local_point(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, rank_tol, tol, width, A ? A + (i) * (width * width) : 0, B ? B + (i) * (width * NR) : 0, T ? T + (i) * (NS * width) : 0, ranks ? ranks + (i) * (2) : 0, chart ? chart + (i) * (NC + NV) : 0, sigma ? sigma + (i) * (NC + NV) : 0, steady_tol, unsteady ? unsteady + (i) * (width) : 0, work);
         if (status) status[i] = s;
         if (s != DISK_OK && first == DISK_OK) {
             first = s;
@@ -3706,6 +3808,7 @@ const char *disk_status_message(int status)
     case DISK_ERR_NULL_ARGUMENT: return "a required pointer argument is NULL";
     case DISK_ERR_RANK_DEFICIENT: return "a constraint Jacobian is rank-deficient here (a singular configuration): no partition works; use linearize_local";
     case DISK_ERR_NO_PROGRESS: return "the iteration stopped: the residual no longer decreases";
+    case DISK_ERR_WIDTH: return "the point's local form has more states than the batch's rows hold";
     default: return "unknown status code";
     }
 }

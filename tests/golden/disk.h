@@ -103,6 +103,10 @@ extern "C" {
    coordinates held fixed, or speeds held that violate f_v), or a point where the
    residual is not differentiable. q and u hold the last iterate. */
 #define DISK_ERR_NO_PROGRESS 13
+/* linearize_local_batch: the point's local form has nx states, more than the rows'
+   width (a singular configuration in a batch laid out for regular points): call again
+   with width = NS, which holds every point. */
+#define DISK_ERR_WIDTH 14
 
 /* Thresholds of the numerics (codegen/procedure.py, THRESHOLDS); each may be
    overridden at compile time (-DDISK_<name>=...). */
@@ -751,22 +755,43 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  * (DISK_BATCH_WORKSPACE_SIZE bytes); no allocation.
  *
  * With the model's default partition, DISK_LANES points run at once in the
- * lane code of disk_lanes.c (vector instructions), where disk.c is
- * compiled with -DDISK_LANES_KERNELS and disk_lanes.c linked with it
- * (flags for speed: -O3 -fopenmp-simd -DDISK_LANES_SIMD -ffp-contract=off
- * and the target's, e.g. -march=x86-64-v4 -mprefer-vector-width=512 with
- * -DDISK_LANES_ISA=4 so that disk.c checks the CPU before it calls
- * them); points a lane cannot take (a static pivot or a finiteness check
- * failed, the point is off the constraints) run alone, and so does every point
- * without the lane code: the results are those of one call per point, bit for
- * bit (vector math aside, see disk_lanes.c).
+ * lane code of disk_lanes.c (vector instructions): linearize_batch,
+ * state_derivative_batch and, at regular points, linearize_local_batch.
+ * Points a lane cannot take (a static pivot, rank certificate or finiteness
+ * check failed, the point is off the constraints) run alone, and so does every
+ * point without the lane code: the results are those of one call per point,
+ * bit for bit (vector math aside, see disk_lanes.c).
+ *
+ * A controller build: compile disk.c with -DDISK_LANES_KERNELS and link
+ * disk_lanes.c compiled with -DDISK_LANES_SIMD -O3 -fopenmp-simd
+ * -ffp-contract=off -fno-math-errno and the target's flags, e.g.
+ *     -march=x86-64-v4 -mprefer-vector-width=512   (AVX-512; DISK_LANES 8)
+ *     -march=x86-64-v3                             (AVX2; -DDISK_LANES=4 everywhere)
+ * and disk.c with -DDISK_LANES_ISA=4 (or 3), so that it checks the CPU
+ * before it calls the lanes (elsewhere: one point at a time). -fopenmp-simd
+ * needs no OpenMP run time (GCC, Clang); -ffp-contract=off keeps the bits of
+ * the scalar code (no fused multiply-add). Without -fopenmp-simd the lane
+ * loops are plain C99 loops that compilers may still vectorize: the same
+ * results, less speed; without -DDISK_LANES_KERNELS, disk_lanes.c
+ * is not needed and batches run one point at a time. The Makefile and
+ * CMakeLists.txt beside this header do this (LANE_ARCH, LANE_ISA).
  */
+/* Points per lane block: the same in every file of a build (the batch
+   workspace's size depends on it), including the caller's. 8 by default (one
+   512-bit vector per value); 4 suits AVX2 and 2 SSE2 (one vector per value:
+   faster to compile, as fast to run). */
 #ifndef DISK_LANES
-#define DISK_LANES 8   /* points per lane block (the same in every file of a build) */
+#define DISK_LANES 8
 #endif
-#define DISK_LANE_DOUBLES 737   /* the lane code's doubles per lane */
+#define DISK_LANE_DOUBLES 907   /* the lane code's doubles per lane */
+/* The workspace of every batch function (one per thread): the one-point
+   calls' (a local workspace: linearize's is its .base) and the lanes' */
 typedef struct disk_batch_workspace {
-    disk_workspace point;   /* the one-point calls' */
+    disk_local_workspace point;   /* the one-point calls' (linearize's: point.base) */
+    /* a point's local form before it is packed into its row (linearize_local_batch) */
+    double local_A[DISK_NS * DISK_NS + 1];
+    double local_B[DISK_NS * DISK_NR + 1];
+    double local_T[DISK_NS * DISK_NS + 1];
     /* A, qd*, ud* of a lane block, where the steadiness needs them and the caller did not ask */
     double A[DISK_LANES * DISK_NX * DISK_NX + 1];
     double qd[DISK_LANES * DISK_NQ + 1];
@@ -788,6 +813,13 @@ int disk_state_derivative_batch(int n, const double *t, int t_stride, const doub
         int q_stride, const double *u, int u_stride, const double *r, int r_stride,
         const double *p, int p_stride, double *qd, double *ud, int *status,
         disk_batch_workspace *work);
+
+/* disk_linearize_local for n points (see Batches above); width: the states a row holds: rows of A width x width, B width x NR, T NS x width, unsteady width; each point's packed with its own nx (a point with nx > width: status WIDTH). NX holds every regular point, NS every point; steady_tol: for unsteady; unsteady: unsteady_states(work, NULL, A, T, steady_tol) after each point (width entries, those beyond nx 0) */
+int disk_linearize_local_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, double rank_tol, double tol, double *A, double *B,
+        double *T, int *ranks, int *chart, double *sigma, int width, double steady_tol,
+        int *unsteady, int *status, disk_batch_workspace *work);
 
 /* A constant English sentence describing a status code. */
 const char *disk_status_message(int status);

@@ -57,15 +57,26 @@
    SIMD variants (GCC; clang leaves such a loop to its own judgement) */
 #if defined(DISK_LANES_SIMD)
 #define LANE_LOOP _Pragma("omp simd")
+#define LANE_LOOP_CHANGED _Pragma("omp simd reduction(|:changed)")
 #define LANE_FUNCTION _Pragma("omp declare simd notinbranch")
 #if defined(__clang__)
 #define LANE_LOOP_CALLS
 #else
 #define LANE_LOOP_CALLS LANE_LOOP
 #endif
+/* LANE_LOOP_SQRT: a loop with square roots, a vector instruction where errno
+   is not set (-fno-math-errno); clang with errno left to its own judgement
+   (it would refuse the pragma) */
+#if defined(__clang__) && !defined(__NO_MATH_ERRNO__)
+#define LANE_LOOP_SQRT
+#else
+#define LANE_LOOP_SQRT LANE_LOOP
+#endif
 #else
 #define LANE_LOOP
+#define LANE_LOOP_CHANGED
 #define LANE_LOOP_CALLS
+#define LANE_LOOP_SQRT
 #define LANE_FUNCTION
 #endif
 #if defined(__GNUC__)
@@ -75,22 +86,6 @@
 #endif
 
 /* The math functions of lane k (the printer's lane_ names) */
-#if defined(DISK_VECTOR_MATH)
-LANE_FUNCTION extern double lane_cos(double a) __asm__("cos");
-#else
-LANE_FUNCTION NOT_INLINED static double lane_cos(double a)
-{
-    return cos(a);
-}
-#endif
-#if defined(DISK_VECTOR_MATH)
-LANE_FUNCTION extern double lane_sin(double a) __asm__("sin");
-#else
-LANE_FUNCTION NOT_INLINED static double lane_sin(double a)
-{
-    return sin(a);
-}
-#endif
 
 /* the lanes' values: entry i of lane k of an array is array[i][k] */
 typedef struct lanes {
@@ -119,11 +114,15 @@ typedef struct lanes {
     double B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1][W];
     double A[DISK_NX * DISK_NX + 1][W];
     double B[DISK_NX * DISK_NR + 1][W];
+    double A_local[DISK_NX * DISK_NX + 1][W];
+    double B_local[DISK_NX * DISK_NR + 1][W];
+    double T_local[(DISK_NQ + DISK_NU) * (DISK_NQI + DISK_NUI) + 1][W];
     double carried[75 + 1][W];
     /* 1: the lane's point goes to the scalar code (as wide as a double: a
        narrower flag would halve the vectors the compiler chooses) */
     long long bad[W];
     double unsteady[NX + 1][W];   /* the steadiness flags of linearize's result */
+    double math[6 + 1][W];   /* the math calls of the inputs (lane_math) */
 } lanes;
 
 /* the header's batch workspace holds the lanes, aligned to 64 bytes */
@@ -168,14 +167,87 @@ static void load(lanes *w, int count, const double *t, int t_stride, const doubl
     }
 }
 
-/* rows of an array of the lanes into the points' outputs (the good lanes') */
-static void unload(const lanes *w, int count, const double (*array)[W], int size, double *out)
+#if defined(DISK_VECTOR_MATH)
+LANE_FUNCTION extern double vector_cos(double a) __asm__("cos");
+LANE_FUNCTION extern double vector_sin(double a) __asm__("sin");
+#endif
+
+/* glibc's sincos: the bits of its sin and cos (they share their kernels), for
+   the price of little more than one of them */
+#if defined(__GLIBC__) && !defined(DISK_NO_SINCOS)
+#define LANE_SINCOS 1
+extern void sincos(double x, double *sine, double *cosine);
+#else
+#define LANE_SINCOS 0
+#endif
+
+/* The math functions of the inputs alone (sin q_2, ...): lane by lane, with the
+   scalar libm; with vector math, glibc's vector variants one function at a
+   time (a loop of one function each: not fused). Those of the parameters
+   alone only where shared is 0 (the first block of a batch whose points share
+   one parameter vector, or points with parameters of their own): the lanes
+   keep them from block to block. */
+NOT_INLINED static void lane_math(lanes *w, int shared)
+{
+    double *t = w->t;
+    double (*q)[W] = w->q, (*u)[W] = w->u, (*r)[W] = w->r, (*p)[W] = w->p, (*math)[W] = w->math;
+    int k;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)math; (void)shared;
+#if defined(DISK_VECTOR_MATH)
+    LANE_LOOP
+    for (k = 0; k < W; k++) {
+        math[3][k] = vector_cos(q[0][k]);
+        math[4][k] = vector_cos(q[1][k]);
+        math[5][k] = vector_cos(q[2][k]);
+    }
+    LANE_LOOP
+    for (k = 0; k < W; k++) {
+        math[0][k] = vector_sin(q[0][k]);
+        math[1][k] = vector_sin(q[1][k]);
+        math[2][k] = vector_sin(q[2][k]);
+    }
+    for (k = 0; k < W; k++) {
+    }
+#else
+    for (k = 0; k < W; k++) {
+#if LANE_SINCOS
+        sincos(q[0][k], &math[0][k], &math[3][k]);
+#else
+        math[0][k] = sin(q[0][k]);
+        math[3][k] = cos(q[0][k]);
+#endif
+#if LANE_SINCOS
+        sincos(q[1][k], &math[1][k], &math[4][k]);
+#else
+        math[1][k] = sin(q[1][k]);
+        math[4][k] = cos(q[1][k]);
+#endif
+#if LANE_SINCOS
+        sincos(q[2][k], &math[2][k], &math[5][k]);
+#else
+        math[2][k] = sin(q[2][k]);
+        math[5][k] = cos(q[2][k]);
+#endif
+    }
+#endif
+}
+
+/* rows of an array of the lanes (size entries) into the points' outputs (rows
+   of stride entries) of the good lanes; every_lane: all W lanes are points
+   and good, a loop of constant length */
+static void unload(const lanes *w, int count, int every_lane, const double (*array)[W], int size,
+                   int stride, double *out)
 {
     int k, i;
     if (!out) return;
+    if (every_lane) {
+        for (i = 0; i < size; i++)
+            for (k = 0; k < W; k++) out[k * stride + i] = array[i][k];
+        return;
+    }
     for (k = 0; k < count; k++) {
         if (w->bad[k]) continue;
-        for (i = 0; i < size; i++) out[k * size + i] = array[i][k];
+        for (i = 0; i < size; i++) out[k * stride + i] = array[i][k];
     }
 }
 
@@ -191,16 +263,16 @@ NOT_INLINED static void lane_evaluate_residuals(lanes *w)
 {
     double *t = w->t;
     double (*q)[W] = w->q, (*u)[W] = w->u, (*r)[W] = w->r, (*p)[W] = w->p;
-    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried;
+    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried, (*math)[W] = w->math;
     int k;
-    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
-    LANE_LOOP_CALLS
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried; (void)math;
+    LANE_LOOP
     for (k = 0; k < W; k++) {
-        const double x0 = lane_cos(q[1][k]);
+        const double x0 = math[4][k];
         carried[0][k] = x0;
         const double x1 = p[1][k]*x0;
         carried[1][k] = x1;
-        const double x2 = lane_cos(q[2][k]);
+        const double x2 = math[5][k];
         carried[2][k] = x2;
         const double x3 = p[1][k]*x2;
         carried[3][k] = x3;
@@ -208,7 +280,7 @@ NOT_INLINED static void lane_evaluate_residuals(lanes *w)
         carried[4][k] = x4;
         const double x5 = p[1][k]*u[0][k];
         carried[5][k] = x5;
-        const double x6 = lane_sin(q[2][k]);
+        const double x6 = math[2][k];
         carried[6][k] = x6;
         const double x7 = p[1][k]*x6;
         carried[7][k] = x7;
@@ -227,12 +299,12 @@ NOT_INLINED static void lane_evaluate_constraint_jacobians(lanes *w)
 {
     double *t = w->t;
     double (*q)[W] = w->q, (*u)[W] = w->u, (*r)[W] = w->r, (*p)[W] = w->p;
-    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried;
+    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried, (*math)[W] = w->math;
     int k;
-    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
-    LANE_LOOP_CALLS
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried; (void)math;
+    LANE_LOOP
     for (k = 0; k < W; k++) {
-        const double x9 = lane_sin(q[1][k]);
+        const double x9 = math[1][k];
         carried[9][k] = x9;
         const double x10 = p[1][k]*x9;
         carried[10][k] = x10;
@@ -259,16 +331,16 @@ NOT_INLINED static void lane_evaluate_kinematics(lanes *w)
 {
     double *t = w->t;
     double (*q)[W] = w->q, (*u)[W] = w->u, (*r)[W] = w->r, (*p)[W] = w->p;
-    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried;
+    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried, (*math)[W] = w->math;
     int k;
-    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
-    LANE_LOOP_CALLS
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried; (void)math;
+    LANE_LOOP
     for (k = 0; k < W; k++) {
-        const double x13 = lane_cos(q[0][k]);
+        const double x13 = math[3][k];
         carried[13][k] = x13;
         const double x14 = p[1][k]*x13;
         carried[14][k] = x14;
-        const double x15 = lane_sin(q[0][k]);
+        const double x15 = math[0][k];
         carried[15][k] = x15;
         const double x16 = u[0][k]*carried[1][k];
         carried[16][k] = x16;
@@ -300,9 +372,9 @@ NOT_INLINED static void lane_evaluate_dynamics(lanes *w)
 {
     double *t = w->t;
     double (*q)[W] = w->q, (*u)[W] = w->u, (*r)[W] = w->r, (*p)[W] = w->p;
-    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried;
+    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried, (*math)[W] = w->math;
     int k;
-    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried; (void)math;
     LANE_LOOP
     for (k = 0; k < W; k++) {
         const double x20 = (p[1][k]*p[1][k]);
@@ -397,9 +469,9 @@ NOT_INLINED static void lane_evaluate_jacobians(lanes *w)
 {
     double *t = w->t;
     double (*q)[W] = w->q, (*u)[W] = w->u, (*r)[W] = w->r, (*p)[W] = w->p;
-    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried;
+    double (*qd)[W] = w->qd, (*ud)[W] = w->ud, (*carried)[W] = w->carried, (*math)[W] = w->math;
     int k;
-    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
+    (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried; (void)math;
     LANE_LOOP
     for (k = 0; k < W; k++) {
         const double x53 = (carried[9][k]*carried[9][k])/(carried[0][k]*carried[0][k]);
@@ -1228,6 +1300,464 @@ NOT_INLINED static void lane_solution(lanes *w)
     }
 }
 
+NOT_INLINED static void lane_local_chart(lanes *w, double rank_tol)
+{
+    int k;
+    LANE_LOOP_SQRT
+    for (k = 0; k < W; k++) {
+        long long bad = 0;
+        /* J_c has full rank */
+        const double v250 = w->J_c[1][k] * w->J_c[1][k];
+        const double v251 = v250 + w->J_c[5][k] * w->J_c[5][k];
+        bad |= !(v251 > CERTIFICATE_FLOOR * v251);
+        const double v252 = sqrt(v251);
+        const double v253 = 1.0 / v252;
+        const double v254 = v253 * v253;
+        bad |= !((v254 * v251 * rank_tol * rank_tol * CERTIFICATE_MARGIN * CERTIFICATE_MARGIN < 1.0)
+                 & (v254 * v251 < CERTIFICATE_LIMIT * CERTIFICATE_LIMIT));
+        /* B_v has full rank */
+        const double v255 = w->B_v[1][k] * w->B_v[1][k];
+        const double v256 = v255 + w->B_v[3][k] * w->B_v[3][k];
+        const double v257 = w->B_v[6][k] * w->B_v[6][k];
+        const double v258 = v257 + w->B_v[10][k] * w->B_v[10][k];
+        const double v259 = w->B_v[13][k] * w->B_v[1][k];
+        const double v260 = w->B_v[13][k] * w->B_v[13][k];
+        const double v261 = v260 + w->B_v[17][k] * w->B_v[17][k];
+        const double v262 = v256 + v258;
+        const double v263 = v262 + v261;
+        bad |= !(v256 > CERTIFICATE_FLOOR * v263);
+        const double v264 = sqrt(v256);
+        const double v265 = 1.0 / v264;
+        bad |= !(v258 > CERTIFICATE_FLOOR * v263);
+        const double v266 = sqrt(v258);
+        const double v267 = 1.0 / v266;
+        const double v268 = v259 * v265;
+        const double v269 = v261 - v268 * v268;
+        bad |= !(v269 > CERTIFICATE_FLOOR * v263);
+        const double v270 = sqrt(v269);
+        const double v271 = 1.0 / v270;
+        const double v272 = v268 * v265;
+        const double v273 = -v272;
+        const double v274 = v273 * v271;
+        const double v275 = v265 * v265;
+        const double v276 = v275 + v274 * v274;
+        const double v277 = v276 + v267 * v267;
+        const double v278 = v277 + v271 * v271;
+        bad |= !((v278 * v263 * rank_tol * rank_tol * CERTIFICATE_MARGIN * CERTIFICATE_MARGIN < 1.0)
+                 & (v278 * v263 < CERTIFICATE_LIMIT * CERTIFICATE_LIMIT));
+        /* C_0 = N_q L_q^T */
+        const double v279 = 1.0 + w->carried[69][k] * w->carried[69][k];
+        const double v280 = 1.0 + v279;
+        const double v281 = v280 - (-1.0);
+        const double v282 = v281 - (-1.0);
+        const double v283 = v282 - (-1.0);
+        bad |= !(v283 <= GRAM_LIMIT);
+        bad |= !(v279 > GRAM_PIVOT * 1.0);
+        const double v284 = sqrt(v279);
+        const double v285 = 1.0 / v284;
+        w->T_local[9][k] = v285;
+        const double v286 = -w->carried[69][k];
+        const double v287 = v286 * v285;
+        w->T_local[41][k] = v287;
+        /* C_2 = N_u L_u^T */
+        const double v288 = 1.0 + w->carried[72][k] * w->carried[72][k];
+        const double v289 = 1.0 + w->carried[74][k] * w->carried[74][k];
+        const double v290 = v289 + w->carried[71][k] * w->carried[71][k];
+        const double v291 = v288 + v290;
+        const double v292 = v291 - (-1.0);
+        bad |= !(v292 <= GRAM_LIMIT);
+        bad |= !(v288 > GRAM_PIVOT * 1.0);
+        const double v293 = sqrt(v288);
+        const double v294 = 1.0 / v293;
+        w->T_local[53][k] = v294;
+        bad |= !(v290 > GRAM_PIVOT * 1.0);
+        const double v295 = sqrt(v290);
+        const double v296 = 1.0 / v295;
+        w->T_local[62][k] = v296;
+        const double v297 = -w->carried[74][k];
+        const double v298 = -w->carried[72][k];
+        const double v299 = -w->carried[71][k];
+        const double v300 = v298 * v294;
+        w->T_local[85][k] = v300;
+        const double v301 = v297 * v296;
+        w->T_local[78][k] = v301;
+        const double v302 = v299 * v296;
+        w->T_local[94][k] = v302;
+        /* V = N_u^T P_ud K_q N_q */
+        const double v303 = v301 * w->carried[73][k];
+        const double v304 = v303 + v302 * w->carried[70][k];
+        /* -(C_1 N_q)^T = (P_ud K_q N_q - N_u V)^T */
+        const double v305 = v304 * v296;
+        const double v306 = -v305;
+        const double v307 = w->carried[73][k] - v304 * v301;
+        const double v308 = w->carried[70][k] - v304 * v302;
+        /* H^T: the independent rows of T, transposed */
+        const double v309 = -v306;
+        /* L_q^T A_qi */
+        const double v310 = v284 * w->A[13][k];
+        /* L_u^T A_ui */
+        const double v311 = v293 * w->A[41][k];
+        const double v312 = v293 * w->A[42][k];
+        const double v313 = v293 * w->A[45][k];
+        const double v314 = v293 * w->A[46][k];
+        const double v315 = v293 * w->A[47][k];
+        w->A_local[47][k] = v315;
+        const double v316 = v295 * w->A[49][k];
+        const double v317 = v295 * w->A[50][k];
+        const double v318 = v295 * w->A[53][k];
+        const double v319 = v295 * w->A[54][k];
+        const double v320 = v295 * w->A[55][k];
+        /* L_u^T A_ui - V L_q^T A_qi */
+        const double v321 = v316 - v304 * w->A[17][k];
+        const double v322 = v319 - v304 * w->A[22][k];
+        const double v323 = v320 - v304 * w->A[23][k];
+        w->A_local[55][k] = v323;
+        /* A = G A H */
+        const double v324 = w->A[1][k] * v285;
+        w->A_local[1][k] = v324;
+        const double v325 = v310 * v294;
+        w->A_local[13][k] = v325;
+        const double v326 = w->A[17][k] * v285;
+        w->A_local[17][k] = v326;
+        const double v327 = w->A[22][k] * v309;
+        w->A_local[18][k] = v327;
+        const double v328 = w->A[22][k] * v296;
+        w->A_local[22][k] = v328;
+        const double v329 = w->A[25][k] * v285;
+        w->A_local[25][k] = v329;
+        const double v330 = w->A[30][k] * v309;
+        w->A_local[26][k] = v330;
+        const double v331 = w->A[29][k] * v294;
+        w->A_local[29][k] = v331;
+        const double v332 = w->A[30][k] * v296;
+        w->A_local[30][k] = v332;
+        const double v333 = w->A[33][k] * v285;
+        w->A_local[33][k] = v333;
+        const double v334 = w->A[38][k] * v309;
+        w->A_local[34][k] = v334;
+        const double v335 = w->A[37][k] * v294;
+        w->A_local[37][k] = v335;
+        const double v336 = w->A[38][k] * v296;
+        w->A_local[38][k] = v336;
+        const double v337 = v311 * v285;
+        w->A_local[41][k] = v337;
+        const double v338 = v312 + v314 * v309;
+        w->A_local[42][k] = v338;
+        const double v339 = v313 * v294;
+        w->A_local[45][k] = v339;
+        const double v340 = v314 * v296;
+        w->A_local[46][k] = v340;
+        const double v341 = v321 * v285;
+        w->A_local[49][k] = v341;
+        const double v342 = v317 + v322 * v309;
+        w->A_local[50][k] = v342;
+        const double v343 = v318 * v294;
+        w->A_local[53][k] = v343;
+        const double v344 = v322 * v296;
+        w->A_local[54][k] = v344;
+        const double v345 = w->A[57][k] * v285;
+        w->A_local[57][k] = v345;
+        const double v346 = w->A[58][k] + w->A[62][k] * v309;
+        w->A_local[58][k] = v346;
+        const double v347 = w->A[61][k] * v294;
+        w->A_local[61][k] = v347;
+        const double v348 = w->A[62][k] * v296;
+        w->A_local[62][k] = v348;
+        /* A, B and T of the local form into the caller's arrays */
+        const double v349 = -v306;
+        w->T_local[58][k] = v349;
+        const double v350 = -v307;
+        w->T_local[74][k] = v350;
+        const double v351 = -v308;
+        w->T_local[90][k] = v351;
+        w->A_local[0][k] = 0.0;
+        w->A_local[2][k] = 0.0;
+        w->A_local[3][k] = 0.0;
+        w->A_local[4][k] = 0.0;
+        w->A_local[5][k] = 0.0;
+        w->A_local[6][k] = 0.0;
+        w->A_local[7][k] = w->A[7][k];
+        w->A_local[8][k] = 0.0;
+        w->A_local[9][k] = 0.0;
+        w->A_local[10][k] = 0.0;
+        w->A_local[11][k] = 0.0;
+        w->A_local[12][k] = 0.0;
+        w->A_local[14][k] = 0.0;
+        w->A_local[15][k] = 0.0;
+        w->A_local[16][k] = 0.0;
+        w->A_local[19][k] = 0.0;
+        w->A_local[20][k] = 0.0;
+        w->A_local[21][k] = 0.0;
+        w->A_local[23][k] = w->A[23][k];
+        w->A_local[24][k] = w->A[24][k];
+        w->A_local[27][k] = 0.0;
+        w->A_local[28][k] = 0.0;
+        w->A_local[31][k] = 0.0;
+        w->A_local[32][k] = w->A[32][k];
+        w->A_local[35][k] = 0.0;
+        w->A_local[36][k] = 0.0;
+        w->A_local[39][k] = 0.0;
+        w->A_local[40][k] = 0.0;
+        w->A_local[43][k] = 0.0;
+        w->A_local[44][k] = 0.0;
+        w->A_local[48][k] = 0.0;
+        w->A_local[51][k] = 0.0;
+        w->A_local[52][k] = 0.0;
+        w->A_local[56][k] = 0.0;
+        w->A_local[59][k] = 0.0;
+        w->A_local[60][k] = 0.0;
+        w->A_local[63][k] = w->A[63][k];
+        w->T_local[0][k] = 1.0;
+        w->T_local[1][k] = 0.0;
+        w->T_local[2][k] = 0.0;
+        w->T_local[3][k] = 0.0;
+        w->T_local[4][k] = 0.0;
+        w->T_local[5][k] = 0.0;
+        w->T_local[6][k] = 0.0;
+        w->T_local[7][k] = 0.0;
+        w->T_local[8][k] = 0.0;
+        w->T_local[10][k] = 0.0;
+        w->T_local[11][k] = 0.0;
+        w->T_local[12][k] = 0.0;
+        w->T_local[13][k] = 0.0;
+        w->T_local[14][k] = 0.0;
+        w->T_local[15][k] = 0.0;
+        w->T_local[16][k] = 0.0;
+        w->T_local[17][k] = 0.0;
+        w->T_local[18][k] = 1.0;
+        w->T_local[19][k] = 0.0;
+        w->T_local[20][k] = 0.0;
+        w->T_local[21][k] = 0.0;
+        w->T_local[22][k] = 0.0;
+        w->T_local[23][k] = 0.0;
+        w->T_local[24][k] = 0.0;
+        w->T_local[25][k] = 0.0;
+        w->T_local[26][k] = 0.0;
+        w->T_local[27][k] = 1.0;
+        w->T_local[28][k] = 0.0;
+        w->T_local[29][k] = 0.0;
+        w->T_local[30][k] = 0.0;
+        w->T_local[31][k] = 0.0;
+        w->T_local[32][k] = 0.0;
+        w->T_local[33][k] = 0.0;
+        w->T_local[34][k] = 0.0;
+        w->T_local[35][k] = 0.0;
+        w->T_local[36][k] = 1.0;
+        w->T_local[37][k] = 0.0;
+        w->T_local[38][k] = 0.0;
+        w->T_local[39][k] = 0.0;
+        w->T_local[40][k] = -0.0;
+        w->T_local[42][k] = -0.0;
+        w->T_local[43][k] = -0.0;
+        w->T_local[44][k] = -0.0;
+        w->T_local[45][k] = 0.0;
+        w->T_local[46][k] = 0.0;
+        w->T_local[47][k] = 0.0;
+        w->T_local[48][k] = -0.0;
+        w->T_local[49][k] = -0.0;
+        w->T_local[50][k] = -0.0;
+        w->T_local[51][k] = -0.0;
+        w->T_local[52][k] = -0.0;
+        w->T_local[54][k] = 0.0;
+        w->T_local[55][k] = 0.0;
+        w->T_local[56][k] = -0.0;
+        w->T_local[57][k] = -0.0;
+        w->T_local[59][k] = -0.0;
+        w->T_local[60][k] = -0.0;
+        w->T_local[61][k] = 0.0;
+        w->T_local[63][k] = 0.0;
+        w->T_local[64][k] = -0.0;
+        w->T_local[65][k] = -0.0;
+        w->T_local[66][k] = -0.0;
+        w->T_local[67][k] = -0.0;
+        w->T_local[68][k] = -0.0;
+        w->T_local[69][k] = 0.0;
+        w->T_local[70][k] = 0.0;
+        w->T_local[71][k] = 1.0;
+        w->T_local[72][k] = -0.0;
+        w->T_local[73][k] = -0.0;
+        w->T_local[75][k] = -0.0;
+        w->T_local[76][k] = -0.0;
+        w->T_local[77][k] = 0.0;
+        w->T_local[79][k] = -0.0;
+        w->T_local[80][k] = -0.0;
+        w->T_local[81][k] = -0.0;
+        w->T_local[82][k] = -0.0;
+        w->T_local[83][k] = -0.0;
+        w->T_local[84][k] = -0.0;
+        w->T_local[86][k] = 0.0;
+        w->T_local[87][k] = -0.0;
+        w->T_local[88][k] = -0.0;
+        w->T_local[89][k] = -0.0;
+        w->T_local[91][k] = -0.0;
+        w->T_local[92][k] = -0.0;
+        w->T_local[93][k] = 0.0;
+        w->T_local[95][k] = -0.0;
+        bad |= !(fabs(w->A_local[0][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[1][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[2][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[3][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[4][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[5][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[6][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[7][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[8][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[9][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[10][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[11][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[12][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[13][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[14][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[15][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[16][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[17][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[18][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[19][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[20][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[21][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[22][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[23][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[24][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[25][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[26][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[27][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[28][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[29][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[30][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[31][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[32][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[33][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[34][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[35][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[36][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[37][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[38][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[39][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[40][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[41][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[42][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[43][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[44][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[45][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[46][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[47][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[48][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[49][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[50][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[51][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[52][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[53][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[54][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[55][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[56][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[57][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[58][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[59][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[60][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[61][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[62][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A_local[63][k]) <= DBL_MAX);
+
+        bad |= !(fabs(w->T_local[0][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[1][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[2][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[3][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[4][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[5][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[6][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[7][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[8][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[9][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[10][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[11][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[12][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[13][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[14][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[15][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[16][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[17][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[18][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[19][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[20][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[21][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[22][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[23][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[24][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[25][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[26][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[27][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[28][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[29][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[30][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[31][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[32][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[33][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[34][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[35][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[36][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[37][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[38][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[39][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[40][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[41][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[42][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[43][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[44][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[45][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[46][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[47][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[48][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[49][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[50][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[51][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[52][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[53][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[54][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[55][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[56][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[57][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[58][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[59][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[60][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[61][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[62][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[63][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[64][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[65][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[66][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[67][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[68][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[69][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[70][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[71][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[72][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[73][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[74][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[75][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[76][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[77][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[78][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[79][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[80][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[81][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[82][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[83][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[84][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[85][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[86][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[87][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[88][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[89][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[90][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[91][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[92][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[93][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[94][k]) <= DBL_MAX);
+        bad |= !(fabs(w->T_local[95][k]) <= DBL_MAX);
+        w->bad[k] |= bad;
+    }
+}
+
 /* |f_c|_inf and |f_v|_inf within tol (tol < 0: not checked) */
 NOT_INLINED static void lane_constraints(lanes *w, double tol)
 {
@@ -1246,121 +1776,68 @@ NOT_INLINED static void lane_constraints(lanes *w, double tol)
 
 /* The steadiness of each lane's result in the default partition's chart, as
    unsteady_states (helpers.c) finds it after the straight-line code: the
-   essential states (not ignorable: some row of an essential state's rate
-   depends on them, repeatedly), their bit sets refined NX times (a pass
-   never adds one: the fixed point), flagged where their rate is not zero */
+   essential states (not ignorable: some essential state's rate depends on
+   them), as bit sets refined until a pass changes none (the fixed point),
+   flagged where their rate is not zero. Loops over the lanes innermost:
+   vector instructions. */
 NOT_INLINED static void lane_steadiness(lanes *w, double tol)
 {
-    int k;
+    /* column[j][k]: the rows of column j of lane k's A with an entry above negligible */
+    unsigned long long column[NX][W], essential[W], changed = 1;
+    double negligible[W], limit[W];
+    int i, j, k, pass;
+    for (k = 0; k < W; k++) negligible[k] = 0.0;
+    for (i = 0; i < NX * NX; i++) {
+        LANE_LOOP
+        for (k = 0; k < W; k++) {
+            const double a = fabs(w->A[i][k]);
+            negligible[k] = a > negligible[k] ? a : negligible[k];
+        }
+    }
     LANE_LOOP
     for (k = 0; k < W; k++) {
-        double negligible = 0.0, largest = 1.0;
-        unsigned long long essential = (1ULL << 8) - 1, next;
-        negligible = fabs(w->A[0][k]) > negligible ? fabs(w->A[0][k]) : negligible;
-        negligible = fabs(w->A[1][k]) > negligible ? fabs(w->A[1][k]) : negligible;
-        negligible = fabs(w->A[2][k]) > negligible ? fabs(w->A[2][k]) : negligible;
-        negligible = fabs(w->A[3][k]) > negligible ? fabs(w->A[3][k]) : negligible;
-        negligible = fabs(w->A[4][k]) > negligible ? fabs(w->A[4][k]) : negligible;
-        negligible = fabs(w->A[5][k]) > negligible ? fabs(w->A[5][k]) : negligible;
-        negligible = fabs(w->A[6][k]) > negligible ? fabs(w->A[6][k]) : negligible;
-        negligible = fabs(w->A[7][k]) > negligible ? fabs(w->A[7][k]) : negligible;
-        negligible = fabs(w->A[8][k]) > negligible ? fabs(w->A[8][k]) : negligible;
-        negligible = fabs(w->A[9][k]) > negligible ? fabs(w->A[9][k]) : negligible;
-        negligible = fabs(w->A[10][k]) > negligible ? fabs(w->A[10][k]) : negligible;
-        negligible = fabs(w->A[11][k]) > negligible ? fabs(w->A[11][k]) : negligible;
-        negligible = fabs(w->A[12][k]) > negligible ? fabs(w->A[12][k]) : negligible;
-        negligible = fabs(w->A[13][k]) > negligible ? fabs(w->A[13][k]) : negligible;
-        negligible = fabs(w->A[14][k]) > negligible ? fabs(w->A[14][k]) : negligible;
-        negligible = fabs(w->A[15][k]) > negligible ? fabs(w->A[15][k]) : negligible;
-        negligible = fabs(w->A[16][k]) > negligible ? fabs(w->A[16][k]) : negligible;
-        negligible = fabs(w->A[17][k]) > negligible ? fabs(w->A[17][k]) : negligible;
-        negligible = fabs(w->A[18][k]) > negligible ? fabs(w->A[18][k]) : negligible;
-        negligible = fabs(w->A[19][k]) > negligible ? fabs(w->A[19][k]) : negligible;
-        negligible = fabs(w->A[20][k]) > negligible ? fabs(w->A[20][k]) : negligible;
-        negligible = fabs(w->A[21][k]) > negligible ? fabs(w->A[21][k]) : negligible;
-        negligible = fabs(w->A[22][k]) > negligible ? fabs(w->A[22][k]) : negligible;
-        negligible = fabs(w->A[23][k]) > negligible ? fabs(w->A[23][k]) : negligible;
-        negligible = fabs(w->A[24][k]) > negligible ? fabs(w->A[24][k]) : negligible;
-        negligible = fabs(w->A[25][k]) > negligible ? fabs(w->A[25][k]) : negligible;
-        negligible = fabs(w->A[26][k]) > negligible ? fabs(w->A[26][k]) : negligible;
-        negligible = fabs(w->A[27][k]) > negligible ? fabs(w->A[27][k]) : negligible;
-        negligible = fabs(w->A[28][k]) > negligible ? fabs(w->A[28][k]) : negligible;
-        negligible = fabs(w->A[29][k]) > negligible ? fabs(w->A[29][k]) : negligible;
-        negligible = fabs(w->A[30][k]) > negligible ? fabs(w->A[30][k]) : negligible;
-        negligible = fabs(w->A[31][k]) > negligible ? fabs(w->A[31][k]) : negligible;
-        negligible = fabs(w->A[32][k]) > negligible ? fabs(w->A[32][k]) : negligible;
-        negligible = fabs(w->A[33][k]) > negligible ? fabs(w->A[33][k]) : negligible;
-        negligible = fabs(w->A[34][k]) > negligible ? fabs(w->A[34][k]) : negligible;
-        negligible = fabs(w->A[35][k]) > negligible ? fabs(w->A[35][k]) : negligible;
-        negligible = fabs(w->A[36][k]) > negligible ? fabs(w->A[36][k]) : negligible;
-        negligible = fabs(w->A[37][k]) > negligible ? fabs(w->A[37][k]) : negligible;
-        negligible = fabs(w->A[38][k]) > negligible ? fabs(w->A[38][k]) : negligible;
-        negligible = fabs(w->A[39][k]) > negligible ? fabs(w->A[39][k]) : negligible;
-        negligible = fabs(w->A[40][k]) > negligible ? fabs(w->A[40][k]) : negligible;
-        negligible = fabs(w->A[41][k]) > negligible ? fabs(w->A[41][k]) : negligible;
-        negligible = fabs(w->A[42][k]) > negligible ? fabs(w->A[42][k]) : negligible;
-        negligible = fabs(w->A[43][k]) > negligible ? fabs(w->A[43][k]) : negligible;
-        negligible = fabs(w->A[44][k]) > negligible ? fabs(w->A[44][k]) : negligible;
-        negligible = fabs(w->A[45][k]) > negligible ? fabs(w->A[45][k]) : negligible;
-        negligible = fabs(w->A[46][k]) > negligible ? fabs(w->A[46][k]) : negligible;
-        negligible = fabs(w->A[47][k]) > negligible ? fabs(w->A[47][k]) : negligible;
-        negligible = fabs(w->A[48][k]) > negligible ? fabs(w->A[48][k]) : negligible;
-        negligible = fabs(w->A[49][k]) > negligible ? fabs(w->A[49][k]) : negligible;
-        negligible = fabs(w->A[50][k]) > negligible ? fabs(w->A[50][k]) : negligible;
-        negligible = fabs(w->A[51][k]) > negligible ? fabs(w->A[51][k]) : negligible;
-        negligible = fabs(w->A[52][k]) > negligible ? fabs(w->A[52][k]) : negligible;
-        negligible = fabs(w->A[53][k]) > negligible ? fabs(w->A[53][k]) : negligible;
-        negligible = fabs(w->A[54][k]) > negligible ? fabs(w->A[54][k]) : negligible;
-        negligible = fabs(w->A[55][k]) > negligible ? fabs(w->A[55][k]) : negligible;
-        negligible = fabs(w->A[56][k]) > negligible ? fabs(w->A[56][k]) : negligible;
-        negligible = fabs(w->A[57][k]) > negligible ? fabs(w->A[57][k]) : negligible;
-        negligible = fabs(w->A[58][k]) > negligible ? fabs(w->A[58][k]) : negligible;
-        negligible = fabs(w->A[59][k]) > negligible ? fabs(w->A[59][k]) : negligible;
-        negligible = fabs(w->A[60][k]) > negligible ? fabs(w->A[60][k]) : negligible;
-        negligible = fabs(w->A[61][k]) > negligible ? fabs(w->A[61][k]) : negligible;
-        negligible = fabs(w->A[62][k]) > negligible ? fabs(w->A[62][k]) : negligible;
-        negligible = fabs(w->A[63][k]) > negligible ? fabs(w->A[63][k]) : negligible;
-        negligible *= IGNORABLE_RTOL;
-        const unsigned long long column0 = 0            | (unsigned long long)(fabs(w->A[0][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[8][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[16][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[24][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[32][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[40][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[48][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[56][k]) > negligible) << 7;
-        const unsigned long long column1 = 0            | (unsigned long long)(fabs(w->A[1][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[9][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[17][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[25][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[33][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[41][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[49][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[57][k]) > negligible) << 7;
-        const unsigned long long column2 = 0            | (unsigned long long)(fabs(w->A[2][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[10][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[18][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[26][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[34][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[42][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[50][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[58][k]) > negligible) << 7;
-        const unsigned long long column3 = 0            | (unsigned long long)(fabs(w->A[3][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[11][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[19][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[27][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[35][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[43][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[51][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[59][k]) > negligible) << 7;
-        const unsigned long long column4 = 0            | (unsigned long long)(fabs(w->A[4][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[12][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[20][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[28][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[36][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[44][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[52][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[60][k]) > negligible) << 7;
-        const unsigned long long column5 = 0            | (unsigned long long)(fabs(w->A[5][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[13][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[21][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[29][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[37][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[45][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[53][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[61][k]) > negligible) << 7;
-        const unsigned long long column6 = 0            | (unsigned long long)(fabs(w->A[6][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[14][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[22][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[30][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[38][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[46][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[54][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[62][k]) > negligible) << 7;
-        const unsigned long long column7 = 0            | (unsigned long long)(fabs(w->A[7][k]) > negligible) << 0            | (unsigned long long)(fabs(w->A[15][k]) > negligible) << 1            | (unsigned long long)(fabs(w->A[23][k]) > negligible) << 2            | (unsigned long long)(fabs(w->A[31][k]) > negligible) << 3            | (unsigned long long)(fabs(w->A[39][k]) > negligible) << 4            | (unsigned long long)(fabs(w->A[47][k]) > negligible) << 5            | (unsigned long long)(fabs(w->A[55][k]) > negligible) << 6            | (unsigned long long)(fabs(w->A[63][k]) > negligible) << 7;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        next = 0            | ((essential >> 0) & (unsigned long long)((column0 & essential) != 0)) << 0            | ((essential >> 1) & (unsigned long long)((column1 & essential) != 0)) << 1            | ((essential >> 2) & (unsigned long long)((column2 & essential) != 0)) << 2            | ((essential >> 3) & (unsigned long long)((column3 & essential) != 0)) << 3            | ((essential >> 4) & (unsigned long long)((column4 & essential) != 0)) << 4            | ((essential >> 5) & (unsigned long long)((column5 & essential) != 0)) << 5            | ((essential >> 6) & (unsigned long long)((column6 & essential) != 0)) << 6            | ((essential >> 7) & (unsigned long long)((column7 & essential) != 0)) << 7;
-        essential = next;
-        largest = fabs(w->qd[0][k]) > largest ? fabs(w->qd[0][k]) : largest;
-        largest = fabs(w->qd[1][k]) > largest ? fabs(w->qd[1][k]) : largest;
-        largest = fabs(w->qd[2][k]) > largest ? fabs(w->qd[2][k]) : largest;
-        largest = fabs(w->qd[3][k]) > largest ? fabs(w->qd[3][k]) : largest;
-        largest = fabs(w->qd[4][k]) > largest ? fabs(w->qd[4][k]) : largest;
-        largest = fabs(w->ud[0][k]) > largest ? fabs(w->ud[0][k]) : largest;
-        largest = fabs(w->ud[1][k]) > largest ? fabs(w->ud[1][k]) : largest;
-        largest = fabs(w->ud[2][k]) > largest ? fabs(w->ud[2][k]) : largest;
-        w->unsteady[0][k] = (double)((essential >> 0) & 1) * !(fabs(w->qd[0][k]) <= tol * largest);
-        w->unsteady[1][k] = (double)((essential >> 1) & 1) * !(fabs(w->qd[1][k]) <= tol * largest);
-        w->unsteady[2][k] = (double)((essential >> 2) & 1) * !(fabs(w->qd[2][k]) <= tol * largest);
-        w->unsteady[3][k] = (double)((essential >> 3) & 1) * !(fabs(w->qd[3][k]) <= tol * largest);
-        w->unsteady[4][k] = (double)((essential >> 4) & 1) * !(fabs(w->qd[4][k]) <= tol * largest);
-        w->unsteady[5][k] = (double)((essential >> 5) & 1) * !(fabs(w->ud[0][k]) <= tol * largest);
-        w->unsteady[6][k] = (double)((essential >> 6) & 1) * !(fabs(w->ud[1][k]) <= tol * largest);
-        w->unsteady[7][k] = (double)((essential >> 7) & 1) * !(fabs(w->ud[2][k]) <= tol * largest);
+        negligible[k] *= IGNORABLE_RTOL;
+        limit[k] = 1.0;
+        limit[k] = fabs(w->qd[0][k]) > limit[k] ? fabs(w->qd[0][k]) : limit[k];
+        limit[k] = fabs(w->qd[1][k]) > limit[k] ? fabs(w->qd[1][k]) : limit[k];
+        limit[k] = fabs(w->qd[2][k]) > limit[k] ? fabs(w->qd[2][k]) : limit[k];
+        limit[k] = fabs(w->qd[3][k]) > limit[k] ? fabs(w->qd[3][k]) : limit[k];
+        limit[k] = fabs(w->qd[4][k]) > limit[k] ? fabs(w->qd[4][k]) : limit[k];
+        limit[k] = fabs(w->ud[0][k]) > limit[k] ? fabs(w->ud[0][k]) : limit[k];
+        limit[k] = fabs(w->ud[1][k]) > limit[k] ? fabs(w->ud[1][k]) : limit[k];
+        limit[k] = fabs(w->ud[2][k]) > limit[k] ? fabs(w->ud[2][k]) : limit[k];
+        limit[k] *= tol;
+        essential[k] = (1ULL << 8) - 1;
+    }
+    for (j = 0; j < NX; j++) {
+        for (k = 0; k < W; k++) column[j][k] = 0;
+        for (i = 0; i < NX; i++) {
+            LANE_LOOP
+            for (k = 0; k < W; k++)
+                column[j][k] |= fabs(w->A[i * NX + j][k]) > negligible[k] ? 1ULL << i : 0ULL;
+        }
+    }
+    for (pass = 0; pass < NX && changed; pass++) {
+        changed = 0;
+        LANE_LOOP_CHANGED
+        for (k = 0; k < W; k++) {
+            unsigned long long next = 0;
+            for (j = 0; j < NX; j++) next |= (column[j][k] & essential[k]) != 0 ? 1ULL << j : 0ULL;
+            next &= essential[k];
+            changed |= next ^ essential[k];
+            essential[k] = next;
+        }
+    }
+    LANE_LOOP
+    for (k = 0; k < W; k++) {
+        w->unsteady[0][k] = (essential[k] >> 0 & 1) && !(fabs(w->qd[0][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[1][k] = (essential[k] >> 1 & 1) && !(fabs(w->qd[1][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[2][k] = (essential[k] >> 2 & 1) && !(fabs(w->qd[2][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[3][k] = (essential[k] >> 3 & 1) && !(fabs(w->qd[3][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[4][k] = (essential[k] >> 4 & 1) && !(fabs(w->qd[4][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[5][k] = (essential[k] >> 5 & 1) && !(fabs(w->ud[0][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[6][k] = (essential[k] >> 6 & 1) && !(fabs(w->ud[1][k]) <= limit[k]) ? 1.0 : 0.0;
+        w->unsteady[7][k] = (essential[k] >> 7 & 1) && !(fabs(w->ud[2][k]) <= limit[k]) ? 1.0 : 0.0;
     }
 }
 
@@ -1369,11 +1846,12 @@ NOT_INLINED static void lane_steadiness(lanes *w, double tol)
  * outputs of the good ones (good[k] = 1) in their rows; returns how many are good
  */
 
-int disk_lanes_linearize(int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *A_full, double *B_full, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory)
+int disk_lanes_linearize(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *A_full, double *B_full, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory)
 {
     lanes *w = aligned(memory);
     int k, i, good_count = 0;
     load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    lane_math(w, !first && p_stride == 0);
     lane_evaluate_residuals(w);
     lane_evaluate_constraint_jacobians(w);
     lane_constraints(w, tol);
@@ -1388,27 +1866,82 @@ int disk_lanes_linearize(int count, const double *t, int t_stride, const double 
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, (const double (*)[W])w->A, NX * NX, A);
-    unload(w, count, (const double (*)[W])w->B, NX * NR, B);
-    unload(w, count, (const double (*)[W])w->A_full, NS * NX, A_full);
-    unload(w, count, (const double (*)[W])w->B_full, NS * NR, B_full);
-    unload(w, count, (const double (*)[W])w->qd, NQ, qd);
-    unload(w, count, (const double (*)[W])w->ud, NU, ud);
-    /* the steadiness flags (NX <= 64: the lanes'; else the caller's) */
+    unload(w, count, good_count == W, (const double (*)[W])w->A, NX * NX,
+           NX * NX, A);
+    unload(w, count, good_count == W, (const double (*)[W])w->B, NX * NR,
+           NX * NR, B);
+    unload(w, count, good_count == W, (const double (*)[W])w->A_full, NS * NX,
+           NS * NX, A_full);
+    unload(w, count, good_count == W, (const double (*)[W])w->B_full, NS * NR,
+           NS * NR, B_full);
+    unload(w, count, good_count == W, (const double (*)[W])w->qd, NQ,
+           NQ, qd);
+    unload(w, count, good_count == W, (const double (*)[W])w->ud, NU,
+           NU, ud);
+    /* the steadiness flags (NX <= 64: the lanes'; else the caller's from A, qd*, ud*) */
     (void)i;
     if (unsteady) {
         lane_steadiness(w, steady_tol);
-        for (k = 0; k < count; k++)
-            for (i = 0; i < NX && !w->bad[k]; i++) unsteady[k * NX + i] = w->unsteady[i][k] != 0.0;
+        for (k = 0; k < count; k++) {
+            if (w->bad[k]) continue;
+            for (i = 0; i < NX; i++) unsteady[k * NX + i] = w->unsteady[i][k] != 0.0;
+        }
     }
     return good_count;
 }
 
-int disk_lanes_state_derivative(int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double *qd, double *ud, int *good, double *memory)
+int disk_lanes_linearize_local(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double rank_tol, int width, double *A_local, double *B_local, double *T_local, double *A, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory)
 {
     lanes *w = aligned(memory);
     int k, i, good_count = 0;
     load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    lane_math(w, !first && p_stride == 0);
+    lane_evaluate_residuals(w);
+    lane_evaluate_constraint_jacobians(w);
+    lane_constraints(w, tol);
+    lane_evaluate_kinematics(w);
+    lane_kinematic_rates(w);
+    lane_evaluate_dynamics(w);
+    lane_dynamic_rates(w);
+    lane_evaluate_jacobians(w);
+    lane_partition(w);
+    lane_solution(w);
+    lane_local_chart(w, rank_tol);
+    for (k = 0; k < count; k++) {
+        good[k] = !w->bad[k];
+        good_count += good[k];
+    }
+    unload(w, count, good_count == W, (const double (*)[W])w->A_local, NX * NX,
+           width * width, A_local);
+    unload(w, count, good_count == W, (const double (*)[W])w->B_local, NX * NR,
+           width * NR, B_local);
+    unload(w, count, good_count == W, (const double (*)[W])w->T_local, NS * NX,
+           NS * width, T_local);
+    unload(w, count, good_count == W, (const double (*)[W])w->A, NX * NX,
+           NX * NX, A);
+    unload(w, count, good_count == W, (const double (*)[W])w->qd, NQ,
+           NQ, qd);
+    unload(w, count, good_count == W, (const double (*)[W])w->ud, NU,
+           NU, ud);
+    /* the steadiness flags (NX <= 64: the lanes'; else the caller's from A, qd*, ud*) */
+    (void)i;
+    if (unsteady) {
+        lane_steadiness(w, steady_tol);
+        for (k = 0; k < count; k++) {
+            if (w->bad[k]) continue;
+            for (i = 0; i < NX; i++) unsteady[k * width + i] = w->unsteady[i][k] != 0.0;
+            for (; i < width; i++) unsteady[k * width + i] = 0;
+        }
+    }
+    return good_count;
+}
+
+int disk_lanes_state_derivative(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double *qd, double *ud, int *good, double *memory)
+{
+    lanes *w = aligned(memory);
+    int k, i, good_count = 0;
+    load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    lane_math(w, !first && p_stride == 0);
     lane_evaluate_residuals(w);
     lane_evaluate_constraint_jacobians(w);
     lane_evaluate_kinematics(w);
@@ -1419,8 +1952,10 @@ int disk_lanes_state_derivative(int count, const double *t, int t_stride, const 
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, (const double (*)[W])w->qd, NQ, qd);
-    unload(w, count, (const double (*)[W])w->ud, NU, ud);
+    unload(w, count, good_count == W, (const double (*)[W])w->qd, NQ,
+           NQ, qd);
+    unload(w, count, good_count == W, (const double (*)[W])w->ud, NU,
+           NU, ud);
     (void)i;
     return good_count;
 }
