@@ -297,3 +297,17 @@ def test_local_batches_across_a_singular_configuration(fourbar_pair):
     one = lanes.linearize_local(q[5], u[5])
     assert result.point(5).nx == one.nx > lanes.nx
     assert np.array_equal(result.point(5).A, one.A)
+
+
+def test_an_avx512_build_runs_on_any_cpu(disk, build_dir, disk_model, monkeypatch):
+    """A build for AVX-512 (as a cache shared with an AVX-512 machine would
+    hold) loaded here: where this CPU lacks AVX-512 the C's check sends every
+    point to the scalar code, where it has it the lanes run; either way the
+    results are the native build's, bit for bit."""
+    moved = build_with(monkeypatch, disk_model, build_dir, "avx512")
+    assert lanes_record(moved)["target"] == "avx512" and lanes_record(moved)["lanes"] == 8
+    q, u = disk_points(disk, 21, seed=17)
+    for name in ("linearize", "state_derivative"):
+        for a, b in zip(getattr(moved, name)(q, u), getattr(disk, name)(q, u)):
+            assert np.array_equal(a, b), name
+    assert np.array_equal(moved.linearize_local(q, u).A, disk.linearize_local(q, u).A)
