@@ -74,6 +74,8 @@ class Derivation:
     dependent_q: list  # default partition: indices into q
     dependent_u: list  # indices into u
     y_names: list = field(default_factory=list)   # the model's outputs, in the order of y
+    # the parameters of the sensitivities: indices into p, ascending
+    sensitivity_indices: list = field(default_factory=list)
     # name -> sympy Matrix, in the order the numeric stage computes them
     blocks: dict = field(default_factory=dict)
     # which blocks each stage of the numeric procedure evaluates
@@ -85,7 +87,11 @@ class Derivation:
         nq, nu, nc, nv = len(self.q), len(self.u), len(self.dependent_q), len(self.dependent_u)
         return dict(nq=nq, nu=nu, nr=len(self.r), np=len(self.p), nc=nc, nv=nv,
                     nl=len(self.lam), nw=nu + len(self.lam), nqi=nq - nc, nui=nu - nv,
-                    nx=nq - nc + nu - nv, nd=nu + len(self.lam) - nv, nout=len(self.y_names))
+                    nx=nq - nc + nu - nv, nd=nu + len(self.lam) - nv, nout=len(self.y_names),
+                    nsens=len(self.sensitivity_indices),
+                    # rows of the sensitivities' dA, dB (NSENS x NX) and dC, dD (NSENS x NOUT)
+                    nsx=len(self.sensitivity_indices) * (nq - nc + nu - nv),
+                    nsy=len(self.sensitivity_indices) * len(self.y_names))
 
     @property
     def independent_q(self):
@@ -293,4 +299,6 @@ def derive(model, progress=None):
         q_names=model.q_names, u_names=model.u_names, r_names=model.r_names, p_names=model.p_names,
         parameter_values=list(model.parameter_values),
         dependent_q=dependent_q, dependent_u=dependent_u, blocks=blocks, stages=stages,
-        y_names=list(model.y_names))
+        y_names=list(model.y_names),
+        sensitivity_indices=[list(model.parameters).index(s)
+                             for s in getattr(model, "sensitivity_parameters", [])])

@@ -29,9 +29,10 @@ from . import entry_points as table      # read at each emission (a test adds a 
 from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx_argument, pyx_pass,
                            pyx_batch_signature, pyx_signature, signature, size_expression, stage_guards,
                            workspace_layout)
+from .errors import ModelError
 from .lanes import KERNEL_OUTPUTS, LIBM_ARITIES, kernel_signature, lane_code, lane_doubles
 from .ordering import band_of, swaps
-from .printer import ModelCodePrinter
+from .printer import ModelCodePrinter, unprintable
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
                         RUN_TIME_SIZES, THRESHOLDS, Factor, SVD, SparseRows, completion_steps,
                         procedure, sparse_key, with_bands, with_sparse_products)
@@ -219,6 +220,7 @@ class StageEmitter:
         carried = sorted({s for stage in stages for s in stage["loads"]},
                          key=lambda s: (defined_in[s], self.position[s]))
         slot = {s: i for i, s in enumerate(carried)}
+        self.carried_slots = slot     # for the tangent rendering of the same parts
         printer = printer or self.printer
         names = printer.names
         names.update({symbol: str(symbol) for symbol in self.temporaries})
@@ -234,6 +236,94 @@ class StageEmitter:
                 entries=[(name, index, doprint(expr)) for name, index, expr in stage["entries"]]))
             names.update({s: str(s) for s in stage["loads"]})
         return result, len(carried)
+
+
+    def tangent_statements(self, parts, active, names, carried_slots):
+        """The tangent rendering of the evaluation (forward mode): for each
+        part, in the order of :meth:`stage_statements`, the temporaries the
+        derivatives need (computed again, or loaded from ``carried``), then
+        the tangent of every temporary and entry that depends on an
+        ``active`` symbol: ``d x = sum over its symbols s of (d x / d s) d s``,
+        each the derivative of one small CSE statement. ``names``: active
+        symbol -> the C of its tangent (the seeds); ``carried_slots``: the
+        primal's carried slots (a carried temporary's tangent is carried in
+        the same slot of d_carried). Returns one dict per part:
+        ``temporaries`` (C name, C expression), ``tangents`` (C name, C
+        expression, carried slot or None), ``entries`` (block, index, C
+        expression)."""
+        defined_in, is_active, result = {}, {}, []
+        printer = self.printer
+        primal_names = dict(printer.names)
+
+        def partials(expr, what):
+            found = []
+            for symbol in sorted(expr.free_symbols, key=sm.default_sort_key):
+                if not (is_active[symbol] if symbol in is_active else symbol in active):
+                    continue
+                partial = sm.diff(expr, symbol)
+                if partial != 0:
+                    bad = unprintable(partial, printer, set())
+                    if bad:
+                        raise ModelError(
+                            f"sensitivities: the derivative of {what} with respect to {symbol} holds "
+                            f"{bad[0]}, which has no C translation; leave the parameters it depends "
+                            "on out of sensitivities")
+                    found.append((symbol, partial))
+            return found
+
+        try:
+            for k, (stage, entries) in enumerate(parts):
+                exprs = [expr for _, _, expr in entries]
+                new = sorted(self._closure(exprs) - defined_in.keys(), key=self.position.get)
+                direct = set().union(*(self._uses[x] for x in new)) if new else set()
+                for expr in exprs:
+                    direct |= {x for x in expr.free_symbols if x in self.position}
+                loads = {x for x in direct if x in defined_in}
+                defined_in.update({x: k for x in new})
+                derivatives = {}
+                for x in new:
+                    derivatives[x] = partials(self.temporary_expr[x], f"the common subexpression {x}")
+                    is_active[x] = bool(derivatives[x])
+                entry_derivatives = [partials(expr, f"{block}[{index}]") for block, index, expr in entries]
+                # the tangents needed: of the entries, the carried ones, and theirs
+                needed = {x for x in new if is_active[x] and x in carried_slots}
+                for found in entry_derivatives:
+                    needed |= {symbol for symbol, _ in found if symbol in derivatives}
+                for x in reversed(new):
+                    if x in needed:
+                        needed |= {symbol for symbol, _ in derivatives[x] if symbol in derivatives}
+                # the primal values they need: new temporaries (with theirs), or carried ones
+                values = set()
+                for found in [derivatives[x] for x in needed] + entry_derivatives:
+                    for _, partial in found:
+                        values |= {s for s in partial.free_symbols if s in self.position}
+                stack = [x for x in values if x in derivatives]
+                while stack:
+                    for used in self._uses[stack.pop()]:
+                        if used not in values:
+                            values.add(used)
+                            stack.append(used)
+                printer.names.update({x: str(x) for x in new})
+                printer.names.update({x: f"carried[{carried_slots[x]}]" for x in loads})
+                tangent_of = dict(names)
+                tangent_of.update({x: f"d_carried[{carried_slots[x]}]" for x in loads if is_active[x]})
+                tangent_of.update({x: f"d_{x}" for x in new})
+
+                def text(found):
+                    return " + ".join(tangent_of[symbol] if partial == 1 else
+                                      f"({printer.doprint(partial)}) * {tangent_of[symbol]}"
+                                      for symbol, partial in found) or "0.0"
+                result.append(dict(
+                    name=stage,
+                    temporaries=[(str(x), printer.doprint(self.temporary_expr[x])) for x in new if x in values],
+                    tangents=[(f"d_{x}", text(derivatives[x]), carried_slots.get(x)) for x in new if x in needed],
+                    entries=[(block, index, text(found))
+                             for (block, index, _), found in zip(entries, entry_derivatives)]))
+                printer.names.update({x: str(x) for x in loads})
+        finally:
+            printer.names.clear()
+            printer.names.update(primal_names)
+        return result
 
 
 def environment():
@@ -347,7 +437,7 @@ STRAIGHT_LINE_OUTPUTS = {"solution": STAGE_OUTPUTS["solution"],
 
 
 # the variable of a workspace in the generated functions
-FAMILY_VARIABLES = {"base": "w", "local": "lw", "full": "fw"}
+FAMILY_VARIABLES = {"base": "w", "local": "lw", "full": "fw", "sensitivity": "sw"}
 # int fields of the workspaces beyond the base one
 INT_FIELDS = {"rank_speed": "lw", "rank_rows_c": "lw", "rank_rows_v": "lw", "unknowns": "fw",
               "unknown_count": "fw"}
@@ -439,6 +529,26 @@ def _steps(steps):
             yield from _steps(step.then + step.otherwise)
 
 
+def _tangent_evaluation(emitter, parts, d, progress):
+    """The tangent rendering of the evaluation parts (stage -> parts, see
+    StageEmitter.tangent_statements), for the sensitivities: the tangents of
+    the coordinates, speeds, their rates and the multipliers are seeds, and
+    of the parameters of the model's sensitivities; time and the inputs are
+    held."""
+    say = progress or (lambda message: None)
+    say(f"tangents of the blocks for {len(d.sensitivity_indices)} parameter sensitivities")
+    names = {}
+    for label, symbols in (("d_q", d.q), ("d_u", d.u), ("d_qd", d.qd), ("d_ud", d.ud + d.lam)):
+        names.update({symbol: f"{label}[{i}]" for i, symbol in enumerate(symbols)})
+    names.update({d.p[k]: f"d_p[{k}]" for k in d.sensitivity_indices})
+    tangents = emitter.tangent_statements([(name, entries) for name, _, entries in parts], set(names),
+                                          names, emitter.carried_slots)
+    grouped = {}
+    for (_, stage, _), part in zip(parts, tangents):
+        grouped.setdefault(stage, []).append(part)
+    return grouped
+
+
 def emit(derivation, progress=None, straight_line_limit=None):
     """Generate the C source, header, Cython wrapper and package init.
 
@@ -473,6 +583,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     evaluation = {}
     for (name, stage, _), part in zip(parts, statements):
         evaluation.setdefault(stage, []).append(part)
+    tangent_evaluation = _tangent_evaluation(emitter, parts, d, progress) if sizes["nsens"] else {}
     say("straight-line numeric stage for the default partition")
     # a stage whose straight-line code would be too large gets only the looped one
     limit = STRAIGHT_LINE_LIMIT if straight_line_limit is None else straight_line_limit
@@ -508,6 +619,14 @@ def emit(derivation, progress=None, straight_line_limit=None):
     # nonfinite_blocks' flags: a linearization does not evaluate them)
     family_arrays, stage_family, array_family = workspace_layout(
         stages, evaluated + list(d.stages["outputs"]))
+    # the seeds and the blocks' tangents the tangent evaluation writes (no
+    # step of a tangent stage may read some of them): the sensitivity workspace's
+    written = {"d_q", "d_u", "d_qd", "d_ud", "d_p"} | {
+        f"d_{block}" for blocks in d.stages.values() for block in blocks if block not in emitter.skip}
+    for array in ARRAYS:
+        if array in written and array not in array_family:
+            array_family[array] = "sensitivity"
+    family_arrays["sensitivity"] = [array for array in ARRAYS if array_family.get(array) == "sensitivity"]
     NAME = d.name.upper()
     factors_by_name = {step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)}
     all_steps = [step for stage in stages for step in _steps(stage.steps)]
@@ -528,11 +647,15 @@ def emit(derivation, progress=None, straight_line_limit=None):
         kinematic_identity=kinematic_identity,
         stages={stage.name: stage for stage in stages},
         evaluation=evaluation,
+        tangent_evaluation=tangent_evaluation,
+        sensitivity_indices=d.sensitivity_indices,
+        sensitivity_names=[d.p_names[k] for k in d.sensitivity_indices],
         straight_line=straight.sections,   # the stages with a straight-line function
         renderings=renderings,
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
+        carried_by_evaluation=carried_by_evaluation,
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
         derivation_stages=d.stages,

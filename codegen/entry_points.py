@@ -40,6 +40,9 @@ FAMILIES = {
     "local": ("local_workspace", "the local form, singular values, the automatic partition "
                                  "(SVDs, null spaces, charts)"),
     "full": ("full_workspace", "the descriptor form and equilibria (projectors, Gauss-Newton)"),
+    # beside the others: the base workspace and the tangents of its arrays
+    "sensitivity": ("sensitivity_workspace", "the parameter sensitivities (the base workspace and "
+                                             "the tangents of its arrays)"),
 }
 
 
@@ -238,6 +241,38 @@ ENTRY_POINTS = (
         ),
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
                 "partition", "solution", "outputs")),
+    EntryPoint(
+        "sensitivities",
+        """The parameter sensitivities at (t, q, u, r, p) with a partition:
+        the derivatives dA/dp_j, dB/dp_j of linearize's A and B (and the
+        outputs' dC/dp_j, dD/dp_j) with respect to each parameter of the
+        model's sensitivities (NSENS, in <model>_sensitivity_names; their
+        indices in p: <model>_sensitivity_parameters), exact to rounding: the
+        forward mode (tangents) of every stage of the linearization. The
+        independent coordinates and speeds, r and t are held; the dependent
+        coordinates and speeds move with p_j on the constraint manifold
+        (J_c dq = -df_c/dp_j, B_v du = -(df_v/dp_j + J_vq dq)), as re-solving
+        the point at the new parameter value does. A and B (and C, D) are
+        linearize's (outputs'), from the general path (any partition).""",
+        POINT + (
+            DEPENDENT_Q, DEPENDENT_U, TOL,
+            Parameter("A", "output", "double *", (("nx",), ("nx",)), True, "linearize's A"),
+            Parameter("B", "output", "double *", (("nx",), ("nr",)), True, "linearize's B"),
+            Parameter("dA", "output", "double *", (("nsx",), ("nx",)), True,
+                      "NSENS x NX x NX: dA/dp_j, j = 0 .. NSENS - 1"),
+            Parameter("dB", "output", "double *", (("nsx",), ("nr",)), True,
+                      "NSENS x NX x NR: dB/dp_j"),
+            Parameter("C", "output", "double *", (("nout",), ("nx",)), True, "the outputs' C"),
+            Parameter("D", "output", "double *", (("nout",), ("nr",)), True, "the outputs' D"),
+            Parameter("dC", "output", "double *", (("nsy",), ("nx",)), True,
+                      "NSENS x NOUT x NX: dC/dp_j"),
+            Parameter("dD", "output", "double *", (("nsy",), ("nr",)), True,
+                      "NSENS x NOUT x NR: dD/dp_j"),
+        ),
+        family="sensitivity",
+        stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
+                "partition", "solution", "outputs", "tangent_seeds", "tangent_kinematic_rates",
+                "tangent_dynamic_rates", "tangent_partition", "tangent_solution", "tangent_outputs")),
     EntryPoint(
         "nonfinite_blocks",
         """Which blocks of the equations hold NaN or Inf at (t, q, u, r, p),
@@ -606,7 +641,7 @@ def size_expression(terms):
 
 # the size constants of a model (header macros <NAME>_<SIZE>), in the kernel too
 SIZE_NAMES = ("nq", "nu", "nr", "np", "nc", "nv", "nqi", "nui", "nx", "nw", "nl", "ns", "nd", "ndesc",
-              "nblocks", "nout")
+              "nblocks", "nout", "nsens", "nsx", "nsy")
 
 
 def stage_guards(entry, stages, evaluated_by):

@@ -139,6 +139,17 @@ class Model:
         f_v = x x' + y y': lambda = -T / L). Names must be
         C identifiers, distinct, and not names of coordinates, speeds or
         inputs. The order of the dict is the order of y.
+    sensitivities : "all" or sequence, optional
+        The parameters (names or symbols; ``"all"``: every one) to
+        differentiate A and B (and the outputs' C and D) with respect to:
+        the generated code then has ``<name>_sensitivities``, the forward
+        mode (tangents) of every stage of a linearization, exact to
+        rounding (``module.sensitivities``). The derivative holds the
+        independent coordinates and speeds, the inputs and time, and moves
+        the dependent coordinates and speeds with the parameter along the
+        constraint manifold (as re-solving the point at the new parameter
+        value does). Each parameter adds to the size of the generated C and
+        to its build; none (the default) adds nothing.
 
     Constraints given to Model
     --------------------------
@@ -190,7 +201,8 @@ class Model:
 
     def __init__(self, equations, parameters, inputs=None, name="model", description="",
                  reduction="auto", dependent_q=None, dependent_u=None,
-                 configuration_constraints=None, velocity_constraints=None, outputs=None):
+                 configuration_constraints=None, velocity_constraints=None, outputs=None,
+                 sensitivities=None):
         if not _IDENTIFIER.match(name):
             raise ModelError(f"model name {name!r} must be a C identifier")
         if reduction not in ("auto", "multipliers", "kane"):
@@ -257,6 +269,7 @@ class Model:
         self.inputs = self._find_inputs(inputs, time_varying)
         self._refuse_undeclared_symbols([self.dynamic])
         self.y_names, self.outputs = self._take_outputs(outputs)
+        self.sensitivity_parameters = self._take_sensitivities(sensitivities)
 
     def _from_kanes_method(self, kane, reduction):
         """q, u, the default partition and the residuals of a KanesMethod;
@@ -511,6 +524,45 @@ class Model:
     @property
     def p_names(self):
         return [_name(s) for s in self.parameters]
+
+    # -- sensitivities ---------------------------------------------------------------
+    def with_sensitivities(self, sensitivities):
+        """The same model with the sensitivities to these parameters (as
+        ``Model(..., sensitivities=...)``; None: none): a copy, the
+        equations not formed again (e.g. a built-in model's)."""
+        import copy
+
+        model = copy.copy(self)
+        model.sensitivity_parameters = self._take_sensitivities(sensitivities)
+        return model
+
+    @property
+    def sensitivity_names(self):
+        """The parameters the generated code differentiates A, B (and the
+        outputs' C, D) with respect to, in the order of the parameters."""
+        return [self.p_names[self.parameters.index(s)] for s in self.sensitivity_parameters]
+
+    def _take_sensitivities(self, sensitivities):
+        """The parameters of ``sensitivities`` (None: none; ``"all"``; names or
+        symbols), in the order of the model's parameters."""
+        if sensitivities is None:
+            return []
+        if isinstance(sensitivities, str):
+            if sensitivities != "all":
+                raise ModelError(f"model {self.name!r}: sensitivities must be 'all' or a list of "
+                                 f"parameters (names or symbols), not {sensitivities!r}")
+            return list(self.parameters)
+        by_name = dict(zip(self.p_names, self.parameters))
+        chosen = set()
+        for item in sensitivities:
+            symbol = by_name.get(item) if isinstance(item, str) else item
+            if symbol not in self.parameters:
+                raise ModelError(f"model {self.name!r}: sensitivities entry {item!r} is not a "
+                                 f"parameter of the model ({', '.join(self.p_names)})")
+            if symbol in chosen:
+                raise ModelError(f"model {self.name!r}: sensitivities names {item!r} twice")
+            chosen.add(symbol)
+        return [s for s in self.parameters if s in chosen]
 
     # -- outputs -----------------------------------------------------------------
     def _take_outputs(self, outputs):
@@ -864,6 +916,8 @@ class Model:
         if self.y_names:      # a model without outputs keeps the fingerprint it had
             h.update(repr(self.y_names).encode())
             sequences.append(self.outputs)
+        if self.sensitivity_parameters:   # ... and one without sensitivities too
+            h.update(repr(["sensitivities", *self.sensitivity_names]).encode())
         h.update(_structure_digest(sequences).encode())
         return h.hexdigest()
 

@@ -194,6 +194,19 @@ ARRAYS = {
     "scratch": (("ns", "nw", "nw", "nw"), ("ns", "nr", "one")),
 }
 
+# The tangents (forward mode, one parameter direction at a time) of the
+# arrays of the partition path and the outputs: d_<name>, the same shape
+# (codegen/procedure.py's tangent_steps writes the steps that compute them),
+# and the seeds: d_q, d_u (the dependent coordinates and speeds re-solved on
+# the constraint manifold), d_p (the parameter direction)
+TANGENT_ARRAYS = ("f_c", "f_v", "J_c", "J_vq", "B_v", "M_qq", "kinematic_residual", "qd", "M_uu",
+                  "speed_residual", "ud", "A_qq", "A_qu", "M_uq", "A_uq", "A_uu", "B_u", "K_c", "K_v",
+                  "Ahat_q", "Ahat_u", "A_full", "B_full", "y", "H_q", "H_u", "H_rates", "H_r", "Hhat_q",
+                  "C_out", "D_out")
+ARRAYS.update({f"d_{name}": ARRAYS[name] for name in TANGENT_ARRAYS})
+ARRAYS.update({"d_q": (("nq",), ("one",)), "d_u": (("nu",), ("one",)), "d_p": (("np",), ("one",)),
+               "d_q_dependent": (("nc",), ("one",)), "d_u_dependent": (("nv",), ("one",))})
+
 # arrays the caller passes (an entry point's outputs): name -> C parameter
 CALLER_ARRAYS = {
     "E_descriptor": ("E", (("ndesc",), ("ndesc",))),
@@ -757,6 +770,101 @@ def step_writes(step):
     return {name for name in names if name in ARRAYS}
 
 
+# -- tangents: the forward mode of the partition path -------------------------------------------
+
+
+def tangent(view):
+    """The view of the same entries of the array's tangent (d_<array>)."""
+    import dataclasses
+
+    return dataclasses.replace(view, array=f"d_{view.array}")
+
+
+def _columns(view, start, count):
+    """Columns ``start .. start + count`` of ``view`` (contiguous columns)."""
+    import dataclasses
+
+    return dataclasses.replace(view, col_start=view.col_start + tuple(start), cols=tuple(count))
+
+
+def tangent_steps(steps, factors):
+    """The forward-mode (tangent) steps of ``steps``: after the steps ran,
+    with every array X they read or write at its final value and its
+    tangent d_X given for the inputs, these compute the tangents of what
+    they wrote, in the order they wrote it (so in-place updates need only
+    the final values). ``factors``: name -> Factor (a factorization has no
+    tangent step: its solves are differentiated, with the factors kept):
+
+        out = s F^-1 rhs       ->  d_out = F^-1 (s d_rhs - dF out)
+        out = minuend - a b    ->  d_out = d_minuend - da b - a db
+        out += a b             ->  d_out += da b + a db
+        out = a b              ->  d_out = da b + a db
+
+    and copies, zeros and checks alike. The selection of A, B's rows is the
+    caller's."""
+    out = []
+    for step in steps:
+        kind = step.kind
+        what = f"d({step.what})" if step.what else ""
+        if kind == "factor" or kind == "select_rows":
+            continue
+        if kind == "solve":
+            factor = factors[step.factor]
+            if step.rhs:
+                offset = ()
+                for part in step.rhs:
+                    out.append(Copy(_columns(tangent(step.out), offset, part.col_count), tangent(part),
+                                    negate=step.negate, what=what))
+                    what = ""
+                    offset += tuple(part.col_count)
+            elif step.negate:
+                out.append(Copy(tangent(step.out), tangent(step.out), negate=True, what=what))
+                what = ""
+            out.append(SubtractProduct(tangent(step.out), tangent(factor.matrix), step.out, what=what))
+            out.append(Solve(step.factor, tangent(step.out)))
+        elif kind == "subtract_product":
+            if step.minuend is not None:
+                out.append(Copy(tangent(step.out), tangent(step.minuend), what=what))
+                what = ""
+            out.append(SubtractProduct(tangent(step.out), tangent(step.a), step.b, what=what,
+                                       sparse=step.sparse))
+            out.append(SubtractProduct(tangent(step.out), step.a, tangent(step.b), sparse=step.sparse))
+        elif kind == "add_product":
+            out.append(AddProduct(tangent(step.out), tangent(step.a), step.b, what=what, sparse=step.sparse))
+            out.append(AddProduct(tangent(step.out), step.a, tangent(step.b), sparse=step.sparse))
+        elif kind == "multiply":
+            out.append(Multiply(tangent(step.out), tangent(step.a), step.b, what=what, sparse=step.sparse))
+            out.append(AddProduct(tangent(step.out), step.a, tangent(step.b), sparse=step.sparse))
+        elif kind == "copy":
+            out.append(Copy(tangent(step.out), tangent(step.source), negate=step.negate,
+                            accumulate=step.accumulate, what=what))
+        elif kind in ("zero", "identity"):
+            out.append(Zero(tangent(step.out), what=what))
+        elif kind == "check_finite":
+            out.append(CheckFinite(tuple(tangent(view) for view in step.views), what=what))
+        else:
+            raise ValueError(f"no tangent rule for the step kind {kind!r}")
+    return tuple(out)
+
+
+# The seeds of a parameter direction: with the independent coordinates and
+# speeds held, the dependent ones move with p on the constraint manifold:
+#     J_c dq + df_c/dp = 0,   J_vq dq + B_v du + df_v/dp = 0
+# (d_f_c, d_f_v: the residuals' tangents with d_q = d_u = 0), solved with the
+# partition's factors
+TANGENT_SEEDS = (
+    Solve("c", View("d_q_dependent"), (View("d_f_c"),), negate=True,
+          what="dq_d = -(J_c P_qd)^-1 df_c/dp"),
+    Zero(View("d_q")),
+    Copy(View("d_q", row_index="dependent_q"), View("d_q_dependent")),
+    Copy(View("d_u_dependent"), View("d_f_v")),
+    AddProduct(View("d_u_dependent"), View("J_vq"), View("d_q")),
+    Solve("v", View("d_u_dependent"), negate=True, what="du_d = -(B_v P_ud)^-1 (df_v/dp + J_vq dq)"),
+    Zero(View("d_u")),
+    Copy(View("d_u", row_index="dependent_u"), View("d_u_dependent")),
+)
+
+
 # -- the partition path -------------------------------------------------------------------------
 
 
@@ -1221,6 +1329,27 @@ def _equilibrium_jacobian(kinematic_identity):
     )
 
 
+def _tangent_stages(kinematic_identity):
+    """The tangent (forward-mode) stages of the partition path, for the
+    parameter sensitivities: the seeds, then each numeric stage's tangent
+    after the tangents of the blocks it reads (codegen/emit.py writes those,
+    the tangent rendering of the symbolic blocks)."""
+    factors = {step.name: step for step in (*_kinematic_rates(kinematic_identity), *DYNAMIC_RATES, *PARTITION)
+               if isinstance(step, Factor)}
+
+    def stage(name, steps, what):
+        return Stage(f"tangent_{name}", None, tangent_steps(steps, factors), what, renderings="looped")
+    return (
+        Stage("tangent_seeds", None, TANGENT_SEEDS, "the dependent coordinates' and speeds' tangents",
+              renderings="looped"),
+        stage("kinematic_rates", _kinematic_rates(kinematic_identity), "the tangent of qd*"),
+        stage("dynamic_rates", DYNAMIC_RATES, "the tangent of ud* (and the multipliers)"),
+        stage("partition", PARTITION, "the tangents of K_c and K_v"),
+        stage("solution", _solution(kinematic_identity), "the tangents of A', B'"),
+        stage("outputs", OUTPUTS, "the tangents of the outputs' C, D"),
+    )
+
+
 def procedure(kinematic_identity, multipliers=True):
     """The stages of the numeric procedure, in order. The partition path
     (both renderings): residuals .. solution, and the local chart after it;
@@ -1246,6 +1375,7 @@ def procedure(kinematic_identity, multipliers=True):
         Stage("outputs", "outputs", OUTPUTS,
               "the outputs y and their linearization C, D (after the partition's solution)",
               renderings="looped"),
+        *_tangent_stages(kinematic_identity),
         Stage("local_chart", None, _local_chart(),
               "the local form at a regular point, in a partition's chart",
               reads_stored=("A", "B")),

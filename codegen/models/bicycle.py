@@ -120,7 +120,7 @@ def _kinematics():
                            kinematic=kinematic, f_c=f_c, f_v=f_v)
 
 
-def make_model():
+def make_model(sensitivities=None):
     k = _kinematics()
     p, q, u, N, A, C, D, E, F = k.p, k.q, k.u, k.N, k.A, k.C, k.D, k.E, k.F
     g, T_roll, T_steer = p["g"], k.T_roll, k.T_steer
@@ -154,7 +154,7 @@ def make_model():
     kane.kanes_equations(bodies, loads)
     parameters = {p[name]: value for name, value in DEFAULT_PARAMETERS.items()}
     return Model(kane, parameters=parameters, inputs=[T_roll, T_steer], name="bicycle",
-                 description=DESCRIPTION)
+                 description=DESCRIPTION, sensitivities=sensitivities)
 
 
 def upright(parameters, v=5.0):

@@ -43,7 +43,7 @@ class CompiledModel:
 
     def __init__(self, kernel_module, *, name, description, generator_version, q_names,
                  u_names, r_names, p_names, default_parameters, dependent_q, dependent_u,
-                 operation_count, y_names=()):
+                 operation_count, y_names=(), sensitivity_names=()):
         """``kernel_module``: the generated package's Cython module ``_<name>``."""
         self._kernel = kernel_module
         self.name = name
@@ -54,6 +54,8 @@ class CompiledModel:
         self.r_names = tuple(r_names)
         self.p_names = tuple(p_names)
         self.y_names = tuple(y_names)      # the outputs of Model(..., outputs=...)
+        # the parameters of Model(..., sensitivities=...), in the order of p_names
+        self.sensitivity_names = tuple(sensitivity_names)
         self.default_parameters = np.array(default_parameters, dtype=float)
         self.default_parameters.setflags(write=False)
         self.dependent_q = tuple(dependent_q)
@@ -63,9 +65,9 @@ class CompiledModel:
         self.nq, self.nu, self.nr, self.np = sizes["nq"], sizes["nu"], sizes["nr"], sizes["np"]
         self.nc, self.nv, self.nx = sizes["nc"], sizes["nv"], sizes["nx"]
         expected = (len(q_names), len(u_names), len(r_names), len(p_names),
-                    len(dependent_q), len(dependent_u), len(self.y_names))
+                    len(dependent_q), len(dependent_u), len(self.y_names), len(self.sensitivity_names))
         if expected != (self.nq, self.nu, self.nr, self.np, self.nc, self.nv,
-                        sizes.get("nout", 0)):
+                        sizes.get("nout", 0), sizes.get("nsens", 0)):
             raise ImportError(f"generated module {name!r}: kernel and metadata disagree; rebuild it")
         missing = kernel.missing_function(kernel_module)
         if missing:
@@ -508,6 +510,52 @@ class CompiledModel:
         values = [batch.reshape(out.y, nout), batch.reshape(out.C, nout, self.nx),
                   batch.reshape(out.D, nout, self.nr)]
         return ENTRY_RESULTS["outputs"](self, ["y", "C", "D"], values, options)
+
+    @explain_memory
+    def sensitivities(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
+                      tol=1e-8, threads=None):
+        """The derivatives of A and B (and of the outputs' C and D) with
+        respect to the parameters of the model's sensitivities
+        (``Model(..., sensitivities=...)``: ``sensitivity_names``) at each
+        point, exact to rounding: the forward mode (tangents) of every stage
+        of the linearization, in the generated C (a
+        :class:`~codegen.runtime.results.Sensitivities`: ``.A``, ``.B``,
+        ``.dA`` of shape batch + (nsens, nx, nx), ``.dB``, and with outputs
+        ``.C``, ``.D``, ``.dC``, ``.dD``; ``.eigenvalues()`` gives the
+        eigenvalues' derivatives). The independent coordinates and speeds, r
+        and t are held; the dependent ones move with the parameter on the
+        constraint manifold, as re-solving the point at the new value does.
+        ``dependent_q``, ``dependent_u``: the partition (names or indices;
+        default: the model's). Arguments and batches as for
+        :meth:`linearize`."""
+        if not self.sensitivity_names:
+            raise InputError(f"{self.name}: the model has no sensitivities; build it with "
+                             "Model(..., sensitivities=[...] or 'all') (a built-in model: "
+                             "make_model(...).with_sensitivities([...]))")
+        dq = arguments.partition(self, dependent_q, "q")
+        du = arguments.partition(self, dependent_u, "u")
+        tolerance = option(self, tol, TOL)
+        threads = option(self, threads, THREADS)
+        options = dict(tol=tolerance,
+                       dependent_q=None if dq is None else np.array(dq, dtype=np.intc),
+                       dependent_u=None if du is None else np.array(du, dtype=np.intc))
+        batch = arguments.batch(self, q, u, r, p, t)
+        k, nx, nr, nout = len(self.sensitivity_names), self.nx, self.nr, len(self.y_names)
+        batch.check_fits(self.name, (1 + k) * (nx * (nx + nr) + nout * (nx + nr)))
+        wanted = ("A", "B", "dA", "dB") + (("C", "D", "dC", "dD") if nout else ())
+        status, index, out = kernel.call(self._kernel, "sensitivities", batch, options,
+                                         wanted=wanted, threads=threads,
+                                         work=self.operation_count * (1 + 3 * k))
+        if status != OK:
+            raise_status(self, status, index, batch, dq, du, tol)
+        names = ["A", "B", "dA", "dB"]
+        values = [batch.reshape(out.A, nx, nx), batch.reshape(out.B, nx, nr),
+                  batch.reshape(out.dA, k, nx, nx), batch.reshape(out.dB, k, nx, nr)]
+        if nout:
+            names += ["C", "D", "dC", "dD"]
+            values += [batch.reshape(out.C, nout, nx), batch.reshape(out.D, nout, nr),
+                       batch.reshape(out.dC, k, nout, nx), batch.reshape(out.dD, k, nout, nr)]
+        return ENTRY_RESULTS["sensitivities"](self, names, values, options)
 
     @explain_memory
     def call(self, name, q, u, r=None, p=None, t=0.0, *, threads=None, **options):

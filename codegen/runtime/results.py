@@ -427,5 +427,62 @@ class OutputLinearization(EntryResult):
         return self
 
 
+class Sensitivities(EntryResult):
+    """The parameter sensitivities at each point
+    (:meth:`CompiledModel.sensitivities <codegen.runtime.CompiledModel.sensitivities>`):
+    ``A``, ``B`` (linearize's) and ``dA``, ``dB``: ``dA[..., j, :, :]`` is
+    dA/dp_j for the j-th of ``p_names`` (the model's sensitivity parameters,
+    in the order of its parameters), after the batch axes; with outputs also
+    ``C``, ``D``, ``dC``, ``dD``. ``state_names``: the rows of A (the
+    partition's independent states)."""
+
+    def __new__(cls, model, names, values, options=None):
+        self = super().__new__(cls, model, names, values)
+        dq, du = (options or {}).get("dependent_q"), (options or {}).get("dependent_u")
+        self.p_names = tuple(model.sensitivity_names)
+        self.y_names = model.y_names
+        self.state_names = model.independent_state_names(
+            None if dq is None else [int(i) for i in dq], None if du is None else [int(i) for i in du])
+        return self
+
+    def eigenvalues(self):
+        """The eigenvalues of A and their derivatives with respect to the
+        parameters, for simple eigenvalues: ``(lam, dlam)``, ``lam`` of shape
+        batch + (nx,) (numpy.linalg.eig's order), ``dlam`` batch + (nsens,
+        nx) with dlam_k/dp_j = w_k^H dA_j v_k / (w_k^H v_k) (v_k, w_k: right
+        and left eigenvectors). NaN where an eigenvalue is not simple (w^H v
+        near zero: its derivative is not defined)."""
+        return eigenvalue_sensitivities(self.A, self.dA)
+
+
+def eigenvalue_sensitivities(A, dA):
+    """Eigenvalues of ``A`` (batch + (n, n)) and their derivatives along
+    ``dA`` (batch + (k, n, n)): ``(lam, dlam)``, ``lam`` in numpy.linalg.eig's
+    order, ``dlam[..., j, i] = w_i^T dA_j v_i / (w_i^T v_i)`` (v_i, w_i: the
+    right and left eigenvectors of lam_i). NaN where lam_i is not simple:
+    closer than 1e-8 of A's largest entry to another eigenvalue, or its
+    eigenvectors nearly orthogonal to each other's (|w^T v| below 1e-8 of
+    |w| |v|): there the derivative is not defined."""
+    A, dA = np.asarray(A, dtype=float), np.asarray(dA, dtype=float)
+    lam, V = np.linalg.eig(A)
+    lam_left, W_left = np.linalg.eig(np.swapaxes(A, -1, -2))   # A^T w = lam w: w^T A = lam w^T
+    match = np.argmin(np.abs(lam[..., :, None] - lam_left[..., None, :]), axis=-1)
+    W = np.take_along_axis(W_left, match[..., None, :], axis=-1)
+    pairing = np.einsum("...ki,...ki->...i", W, V)
+    projected = np.einsum("...ki,...jkl,...li->...ji", W, dA.astype(complex), V)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dlam = projected / pairing[..., None, :]
+    n = A.shape[-1]
+    gaps = np.abs(lam[..., :, None] - lam[..., None, :]) + np.where(np.eye(n, dtype=bool), np.inf, 0.0)
+    scale = np.maximum(np.abs(A).max(axis=(-1, -2), initial=0.0), 1.0)[..., None]
+    simple = (gaps.min(axis=-1, initial=np.inf) > 1e-8 * scale) & \
+        (np.abs(pairing) > 1e-8 * np.linalg.norm(W, axis=-2) * np.linalg.norm(V, axis=-2))
+    dlam = np.where(simple[..., None, :], dlam, np.nan)
+    if not np.iscomplexobj(lam) or np.all(lam.imag == 0):
+        lam, dlam = lam.real, dlam.real
+    return lam, dlam
+
+
 # the result class of an entry point (by name) that is not an EntryResult
-ENTRY_RESULTS = {"constraint_maps": ConstraintMaps, "outputs": OutputLinearization}
+ENTRY_RESULTS = {"constraint_maps": ConstraintMaps, "outputs": OutputLinearization,
+                 "sensitivities": Sensitivities}

@@ -37,6 +37,9 @@
 #define NS DISK_NS
 #define NDESC DISK_NDESC
 #define NOUT DISK_NOUT
+#define NSENS DISK_NSENS
+#define NSX DISK_NSX
+#define NSY DISK_NSY
 #define SINGULAR_RTOL DISK_SINGULAR_RTOL
 #define PIVOT_TAU DISK_PIVOT_TAU
 #define RANK_RTOL DISK_RANK_RTOL
@@ -91,6 +94,8 @@ const char *const disk_u_names[NU + 1] = { "u1", "u2", "u3", "u4", "u5", "u6", 0
 const char *const disk_r_names[NR + 1] = { 0 };
 const char *const disk_p_names[NP + 1] = { "m", "r", "g", 0 };
 const char *const disk_y_names[NOUT + 1] = { 0 };
+const char *const disk_sensitivity_names[DISK_NSENS + 1] = { 0 };
+const int disk_sensitivity_parameters[DISK_NSENS + 1] = { -1 };
 const double disk_default_parameters[NP + 1] = { 1.0, 1.0, 1.0, 0.0 };
 const int disk_default_dependent_q[NC + 1] = { 5, -1 };
 const int disk_default_dependent_u[NV + 1] = { 3, 4, 5, -1 };
@@ -1977,6 +1982,194 @@ static int general_outputs(disk_workspace *w, double t, const double *q,
     return DISK_OK;
 }
 
+/* the dependent coordinates' and speeds' tangents: the looped rendering */
+static int general_tangent_seeds(disk_sensitivity_workspace *sw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &sw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* dq_d = -(J_c P_qd)^-1 df_c/dp */
+    copy_view(NC, 1, make_view(sw->d_f_c, 1, 0, 0, 0), 0, 0, make_view(sw->d_q_dependent, 1, 0, 0, 0));
+    negate_view(NC, 1, make_view(sw->d_q_dependent, 1, 0, 0, 0));
+    lu_solve(NC, w->Jc_dependent, w->pivot_c, sw->d_q_dependent, 1, 1);
+    zero_view(NQ, 1, make_view(sw->d_q, 1, 0, 0, 0));
+    copy_view(NC, 1, make_view(sw->d_q_dependent, 1, 0, 0, 0), 0, 0, make_view(sw->d_q, 1, w->dependent_q, 0, 0));
+    copy_view(NV, 1, make_view(sw->d_f_v, 1, 0, 0, 0), 0, 0, make_view(sw->d_u_dependent, 1, 0, 0, 0));
+    product_view(NV, NQ, 1, make_view(w->J_vq, NQ, 0, 0, 0),
+                 make_view(sw->d_q, 1, 0, 0, 0), make_view(sw->d_u_dependent, 1, 0, 0, 0), ADD);
+    /* du_d = -(B_v P_ud)^-1 (df_v/dp + J_vq dq) */
+    negate_view(NV, 1, make_view(sw->d_u_dependent, 1, 0, 0, 0));
+    lu_solve(NV, w->Bv_dependent, w->pivot_v, sw->d_u_dependent, 1, 1);
+    zero_view(NU, 1, make_view(sw->d_u, 1, 0, 0, 0));
+    copy_view(NV, 1, make_view(sw->d_u_dependent, 1, 0, 0, 0), 0, 0, make_view(sw->d_u, 1, w->dependent_u, 0, 0));
+    return DISK_OK;
+}
+
+/* the tangent of qd*: the looped rendering */
+static int general_tangent_kinematic_rates(disk_sensitivity_workspace *sw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &sw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* d(qd* = -M_qq^-1 f_k) */
+    copy_view(NQ, 1, make_view(sw->d_kinematic_residual, 1, 0, 0, 0), 1, 0, make_view(sw->d_qd, 1, 0, 0, 0));
+    product_view(NQ, NQ, 1, make_view(sw->d_M_qq, NQ, 0, 0, 0),
+                 make_view(w->qd, 1, 0, 0, 0), make_view(sw->d_qd, 1, 0, 0, 0), SUBTRACT);
+    lu_solve(NQ, w->M_qq, w->pivot_qq, sw->d_qd, 1, 1);
+    if (!view_is_finite(NQ, 1, make_view(sw->d_qd, 1, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* the tangent of ud* (and the multipliers): the looped rendering */
+static int general_tangent_dynamic_rates(disk_sensitivity_workspace *sw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &sw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* d([ud*; lambda*] = -M_uu^-1 [f_a; f_d]) */
+    copy_view(NW, 1, make_view(sw->d_speed_residual, 1, 0, 0, 0), 1, 0, make_view(sw->d_ud, 1, 0, 0, 0));
+    product_view(NW, NW, 1, make_view(sw->d_M_uu, NW, 0, 0, 0),
+                 make_view(w->ud, 1, 0, 0, 0), make_view(sw->d_ud, 1, 0, 0, 0), SUBTRACT);
+    lu_solve(NW, w->M_uu, w->pivot_uu, sw->d_ud, 1, 1);
+    if (!view_is_finite(NW, 1, make_view(sw->d_ud, 1, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* the tangents of K_c and K_v: the looped rendering */
+static int general_tangent_partition(disk_sensitivity_workspace *sw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &sw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* d(K_c = (J_c P_qd)^-1 J_c P_qi) */
+    copy_view(NC, NQI, make_view(sw->d_J_c, NQ, 0, w->independent_q, 0), 0, 0, make_view(sw->d_K_c, NQI, 0, 0, 0));
+    product_view(NC, NC, NQI, make_view(sw->d_J_c, NQ, 0, w->dependent_q, 0),
+                 make_view(w->K_c, NQI, 0, 0, 0), make_view(sw->d_K_c, NQI, 0, 0, 0), SUBTRACT);
+    lu_solve(NC, w->Jc_dependent, w->pivot_c, sw->d_K_c, NQI, NQI);
+    /* d(K_v = [K_q, K_u] = (B_v P_ud)^-1 [J_vq, B_v P_ui]) */
+    copy_view(NV, NQ, make_view(sw->d_J_vq, NQ, 0, 0, 0), 0, 0, make_view(sw->d_K_v, (NQ + NUI), 0, 0, 0));
+    copy_view(NV, NUI, make_view(sw->d_B_v, NU, 0, w->independent_u, 0), 0, 0, make_view(sw->d_K_v + NQ, (NQ + NUI), 0, 0, 0));
+    product_view(NV, NV, (NQ + NUI), make_view(sw->d_B_v, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_K_v, (NQ + NUI), 0, 0, 0), SUBTRACT);
+    lu_solve(NV, w->Bv_dependent, w->pivot_v, sw->d_K_v, (NQ + NUI), (NQ + NUI));
+    return DISK_OK;
+}
+
+/* the tangents of A', B': the looped rendering */
+static int general_tangent_solution(disk_sensitivity_workspace *sw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &sw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* d(Ahat_q = A_qq + A_qu C_1 = A_qq - A_qu P_ud K_q) */
+    copy_view(NQ, NQ, make_view(sw->d_A_qq, NQ, 0, 0, 0), 0, 0, make_view(sw->d_Ahat_q, NQ, 0, 0, 0));
+    product_view(NQ, NV, NQ, make_view(sw->d_A_qu, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_Ahat_q, NQ, 0, 0, 0), SUBTRACT);
+    product_view(NQ, NV, NQ, make_view(w->A_qu, NU, 0, w->dependent_u, 0),
+                 make_view(sw->d_K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_Ahat_q, NQ, 0, 0, 0), SUBTRACT);
+    /* d(Ahat_u = A_uq + A_uu C_1 = A_uq - A_uu P_ud K_q) */
+    copy_view(NW, NQ, make_view(sw->d_A_uq, NQ, 0, 0, 0), 0, 0, make_view(sw->d_Ahat_u, NQ, 0, 0, 0));
+    product_view(NW, NV, NQ, make_view(sw->d_A_uu, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_Ahat_u, NQ, 0, 0, 0), SUBTRACT);
+    product_view(NW, NV, NQ, make_view(w->A_uu, NU, 0, w->dependent_u, 0),
+                 make_view(sw->d_K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_Ahat_u, NQ, 0, 0, 0), SUBTRACT);
+    /* d(Ahat_q C_0 = Ahat_q P_qi - Ahat_q P_qd K_c) */
+    copy_view(NQ, NQI, make_view(sw->d_Ahat_q, NQ, 0, w->independent_q, 0), 0, 0, make_view(sw->d_A_full, NX, 0, 0, 0));
+    product_view(NQ, NC, NQI, make_view(sw->d_Ahat_q, NQ, 0, w->dependent_q, 0),
+                 make_view(w->K_c, NQI, 0, 0, 0), make_view(sw->d_A_full, NX, 0, 0, 0), SUBTRACT);
+    product_view(NQ, NC, NQI, make_view(w->Ahat_q, NQ, 0, w->dependent_q, 0),
+                 make_view(sw->d_K_c, NQI, 0, 0, 0), make_view(sw->d_A_full, NX, 0, 0, 0), SUBTRACT);
+    /* d(A_qu C_2 = A_qu P_ui - A_qu P_ud K_u) */
+    copy_view(NQ, NUI, make_view(sw->d_A_qu, NU, 0, w->independent_u, 0), 0, 0, make_view(sw->d_A_full + NQI, NX, 0, 0, 0));
+    product_view(NQ, NV, NUI, make_view(sw->d_A_qu, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(sw->d_A_full + NQI, NX, 0, 0, 0), SUBTRACT);
+    product_view(NQ, NV, NUI, make_view(w->A_qu, NU, 0, w->dependent_u, 0),
+                 make_view(sw->d_K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(sw->d_A_full + NQI, NX, 0, 0, 0), SUBTRACT);
+    /* d(Ahat_u C_0 = Ahat_u P_qi - Ahat_u P_qd K_c) */
+    copy_view(NW, NQI, make_view(sw->d_Ahat_u, NQ, 0, w->independent_q, 0), 0, 0, make_view(sw->d_A_full + NQ * NX, NX, 0, 0, 0));
+    product_view(NW, NC, NQI, make_view(sw->d_Ahat_u, NQ, 0, w->dependent_q, 0),
+                 make_view(w->K_c, NQI, 0, 0, 0), make_view(sw->d_A_full + NQ * NX, NX, 0, 0, 0), SUBTRACT);
+    product_view(NW, NC, NQI, make_view(w->Ahat_u, NQ, 0, w->dependent_q, 0),
+                 make_view(sw->d_K_c, NQI, 0, 0, 0), make_view(sw->d_A_full + NQ * NX, NX, 0, 0, 0), SUBTRACT);
+    /* d(A_uu C_2 = A_uu P_ui - A_uu P_ud K_u) */
+    copy_view(NW, NUI, make_view(sw->d_A_uu, NU, 0, w->independent_u, 0), 0, 0, make_view(sw->d_A_full + NQ * NX + NQI, NX, 0, 0, 0));
+    product_view(NW, NV, NUI, make_view(sw->d_A_uu, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(sw->d_A_full + NQ * NX + NQI, NX, 0, 0, 0), SUBTRACT);
+    product_view(NW, NV, NUI, make_view(w->A_uu, NU, 0, w->dependent_u, 0),
+                 make_view(sw->d_K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(sw->d_A_full + NQ * NX + NQI, NX, 0, 0, 0), SUBTRACT);
+    /* d(A'_q = M_qq^-1 A~_q) */
+    product_view(NQ, NQ, NX, make_view(sw->d_M_qq, NQ, 0, 0, 0),
+                 make_view(w->A_full, NX, 0, 0, 0), make_view(sw->d_A_full, NX, 0, 0, 0), SUBTRACT);
+    lu_solve(NQ, w->M_qq, w->pivot_qq, sw->d_A_full, NX, NX);
+    /* d(A~_u - M_uq A'_q) */
+    product_view(NW, NQ, NX, make_view(sw->d_M_uq, NQ, 0, 0, 0),
+                 make_view(w->A_full, NX, 0, 0, 0), make_view(sw->d_A_full + NQ * NX, NX, 0, 0, 0), SUBTRACT);
+    product_view(NW, NQ, NX, make_view(w->M_uq, NQ, 0, 0, 0),
+                 make_view(sw->d_A_full, NX, 0, 0, 0), make_view(sw->d_A_full + NQ * NX, NX, 0, 0, 0), SUBTRACT);
+    /* d(M_uu^-1 (the speed-level system)) */
+    product_view(NW, NW, NX, make_view(sw->d_M_uu, NW, 0, 0, 0),
+                 make_view(w->A_full + NQ * NX, NX, 0, 0, 0), make_view(sw->d_A_full + NQ * NX, NX, 0, 0, 0), SUBTRACT);
+    lu_solve(NW, w->M_uu, w->pivot_uu, sw->d_A_full + NQ * NX, NX, NX);
+    /* d(B' = M^-1 [0; 0; B_u]: no coordinate rows) */
+    zero_view((NQ + NV), NR, make_view(sw->d_B_full, NR, 0, 0, 0));
+    copy_view(ND, NR, make_view(sw->d_B_u, NR, 0, 0, 0), 0, 0, make_view(sw->d_B_full + (NQ + NV) * NR, NR, 0, 0, 0));
+    product_view(NW, NW, NR, make_view(sw->d_M_uu, NW, 0, 0, 0),
+                 make_view(w->B_full + NQ * NR, NR, 0, 0, 0), make_view(sw->d_B_full + NQ * NR, NR, 0, 0, 0), SUBTRACT);
+    lu_solve(NW, w->M_uu, w->pivot_uu, sw->d_B_full + NQ * NR, NR, NR);
+    if (!view_is_finite((NQ + NU), NX, make_view(sw->d_A_full, NX, 0, 0, 0)) || !view_is_finite((NQ + NU), NR, make_view(sw->d_B_full, NR, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* the tangents of the outputs' C, D: the looped rendering */
+static int general_tangent_outputs(disk_sensitivity_workspace *sw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &sw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* d(Hhat_q = H_q + H_u C_1 = H_q - H_u P_ud K_q) */
+    copy_view(NOUT, NQ, make_view(sw->d_H_q, NQ, 0, 0, 0), 0, 0, make_view(sw->d_Hhat_q, NQ, 0, 0, 0));
+    product_view(NOUT, NV, NQ, make_view(sw->d_H_u, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_Hhat_q, NQ, 0, 0, 0), SUBTRACT);
+    product_view(NOUT, NV, NQ, make_view(w->H_u, NU, 0, w->dependent_u, 0),
+                 make_view(sw->d_K_v, (NQ + NUI), 0, 0, 0), make_view(sw->d_Hhat_q, NQ, 0, 0, 0), SUBTRACT);
+    /* d(Hhat_q C_0 = Hhat_q P_qi - Hhat_q P_qd K_c) */
+    copy_view(NOUT, NQI, make_view(sw->d_Hhat_q, NQ, 0, w->independent_q, 0), 0, 0, make_view(sw->d_C_out, NX, 0, 0, 0));
+    product_view(NOUT, NC, NQI, make_view(sw->d_Hhat_q, NQ, 0, w->dependent_q, 0),
+                 make_view(w->K_c, NQI, 0, 0, 0), make_view(sw->d_C_out, NX, 0, 0, 0), SUBTRACT);
+    product_view(NOUT, NC, NQI, make_view(w->Hhat_q, NQ, 0, w->dependent_q, 0),
+                 make_view(sw->d_K_c, NQI, 0, 0, 0), make_view(sw->d_C_out, NX, 0, 0, 0), SUBTRACT);
+    /* d(H_u C_2 = H_u P_ui - H_u P_ud K_u) */
+    copy_view(NOUT, NUI, make_view(sw->d_H_u, NU, 0, w->independent_u, 0), 0, 0, make_view(sw->d_C_out + NQI, NX, 0, 0, 0));
+    product_view(NOUT, NV, NUI, make_view(sw->d_H_u, NU, 0, w->dependent_u, 0),
+                 make_view(w->K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(sw->d_C_out + NQI, NX, 0, 0, 0), SUBTRACT);
+    product_view(NOUT, NV, NUI, make_view(w->H_u, NU, 0, w->dependent_u, 0),
+                 make_view(sw->d_K_v + NQ, (NQ + NUI), 0, 0, 0), make_view(sw->d_C_out + NQI, NX, 0, 0, 0), SUBTRACT);
+    /* d(C = [Hhat_q C_0, H_u C_2] + H_rates A') */
+    product_view(NOUT, (NQ + NW), NX, make_view(sw->d_H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->A_full, NX, 0, 0, 0), make_view(sw->d_C_out, NX, 0, 0, 0), ADD);
+    product_view(NOUT, (NQ + NW), NX, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(sw->d_A_full, NX, 0, 0, 0), make_view(sw->d_C_out, NX, 0, 0, 0), ADD);
+    /* d(D = H_r + H_rates B') */
+    copy_view(NOUT, NR, make_view(sw->d_H_r, NR, 0, 0, 0), 0, 0, make_view(sw->d_D_out, NR, 0, 0, 0));
+    product_view(NOUT, (NQ + NW), NR, make_view(sw->d_H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->B_full, NR, 0, 0, 0), make_view(sw->d_D_out, NR, 0, 0, 0), ADD);
+    product_view(NOUT, (NQ + NW), NR, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(sw->d_B_full, NR, 0, 0, 0), make_view(sw->d_D_out, NR, 0, 0, 0), ADD);
+    /* d(y, C and D) */
+    if (!view_is_finite(NOUT, 1, make_view(sw->d_y, 1, 0, 0, 0)) || !view_is_finite(NOUT, NX, make_view(sw->d_C_out, NX, 0, 0, 0)) || !view_is_finite(NOUT, NR, make_view(sw->d_D_out, NR, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
 /* the local form at a regular point, in a partition's chart: straight-line code for the default partition, with the
    static pivots; outputs into the caller's arrays (NULL: the workspace's) */
 static int straight_line_local_chart(disk_workspace *w, double rank_tol, double *A, double *B, double *T)
@@ -3043,8 +3236,8 @@ const char *const disk_block_names[DISK_NBLOCKS + 1] = { "f_c", "f_v", "J_c", "J
 
 unsigned long disk_workspace_size(const char *function)
 {
-    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "linearize_local_batch", 0 };
-    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
+    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "sensitivities", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "linearize_local_batch", 0 };
+    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_sensitivity_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
     int i, j;
     if (!function) return 0;
     for (i = 0; names[i]; ++i) {
@@ -3222,6 +3415,73 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
     if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
     if (C) copy_view(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0), 0, 0, make_view(C, NX, 0, 0, 0));
     if (D) copy_view(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0), 0, 0, make_view(D, NR, 0, 0, 0));
+    return DISK_OK;
+}
+
+int disk_sensitivities(double t, const double *q, const double *u, const double *r,
+        const double *p, const int *dependent_q, const int *dependent_u, double tol, double *A,
+        double *B, double *dA, double *dB, double *C, double *D, double *dC, double *dD,
+        disk_sensitivity_workspace *work)
+{
+    disk_sensitivity_workspace *sw = work;
+    disk_workspace *w = &sw->base;
+    (void)w;
+
+    int status = prepare(t, q, u, &r, &p, w), violation, j;
+    if (status == DISK_OK) status = set_partition(dependent_q, dependent_u, w);
+    if (status != DISK_OK) return status;
+    status = evaluate_point(w, t, q, u, r, p);
+    violation = check_constraints(w, tol);   /* reported first: the point is wrong */
+    if (violation != DISK_OK) return violation;
+    if (status != DISK_OK) return status;
+    evaluate_jacobians(w, t, q, u, r, p);
+    status = partition_solution(w, t, q, u, r, p, A, B, 0, 0);
+    if (status != DISK_OK) return status;
+    (void)C; (void)D;
+    /* the tangents' structural zeros (never written) */
+    zero_at(sw->d_J_c, zeros_J_c, 4);
+    zero_at(sw->d_J_vq, zeros_J_vq, 16);
+    zero_at(sw->d_B_v, zeros_B_v, 12);
+    zero_at(sw->d_M_qq, zeros_M_qq, 29);
+    zero_at(sw->d_M_uu, zeros_M_uu, 63);
+    zero_at(sw->d_speed_residual, zeros_speed_residual, 2);
+    zero_at(sw->d_A_qq, zeros_A_qq, 29);
+    zero_at(sw->d_A_qu, zeros_A_qu, 28);
+    zero_at(sw->d_M_uq, zeros_M_uq, 52);
+    zero_at(sw->d_A_uq, zeros_A_uq, 41);
+    zero_at(sw->d_A_uu, zeros_A_uu, 32);
+    for (j = 0; j < NSENS; ++j) {
+        /* the direction of parameter j; the dependent coordinates and speeds
+           from the residuals' tangents with the others held */
+        fill_zero(sw->d_p, NP);
+        sw->d_p[disk_sensitivity_parameters[j]] = 1.0;
+        fill_zero(sw->d_q, NQ);
+        fill_zero(sw->d_u, NU);
+        fill_zero(sw->d_qd, NQ);
+        fill_zero(sw->d_ud, NW);
+        status = general_tangent_seeds(sw, t, q, u, r, p);
+        if (status == DISK_OK) status = general_tangent_kinematic_rates(sw, t, q, u, r, p);
+        if (status == DISK_OK) status = general_tangent_dynamic_rates(sw, t, q, u, r, p);
+        if (status == DISK_OK) status = general_tangent_partition(sw, t, q, u, r, p);
+        if (status == DISK_OK) status = general_tangent_solution(sw, t, q, u, r, p);
+        if (status != DISK_OK) return status;
+        if (dA) {
+            copy_view(NQI, NX, make_view(sw->d_A_full, NX, w->independent_q, 0, 0), 0, 0, make_view(dA + j * NX * NX, NX, 0, 0, 0));
+            copy_view(NUI, NX, make_view(sw->d_A_full + NQ * NX, NX, w->independent_u, 0, 0), 0, 0,
+                      make_view(dA + j * NX * NX + NQI * NX, NX, 0, 0, 0));
+        }
+        if (dB) {
+            copy_view(NQI, NR, make_view(sw->d_B_full, NR, w->independent_q, 0, 0), 0, 0, make_view(dB + j * NX * NR, NR, 0, 0, 0));
+            copy_view(NUI, NR, make_view(sw->d_B_full + NQ * NR, NR, w->independent_u, 0, 0), 0, 0,
+                      make_view(dB + j * NX * NR + NQI * NR, NR, 0, 0, 0));
+        }
+        if (NOUT && (dC || dD)) {
+            status = general_tangent_outputs(sw, t, q, u, r, p);
+            if (status != DISK_OK) return status;
+            if (dC) copy_view(NOUT, NX, make_view(sw->d_C_out, NX, 0, 0, 0), 0, 0, make_view(dC + j * NOUT * NX, NX, 0, 0, 0));
+            if (dD) copy_view(NOUT, NR, make_view(sw->d_D_out, NR, 0, 0, 0), 0, 0, make_view(dD + j * NOUT * NR, NR, 0, 0, 0));
+        }
+    }
     return DISK_OK;
 }
 
@@ -3828,6 +4088,9 @@ const char *disk_status_message(int status)
 #undef NS
 #undef NDESC
 #undef NOUT
+#undef NSENS
+#undef NSX
+#undef NSY
 #undef SINGULAR_RTOL
 #undef PIVOT_TAU
 #undef RANK_RTOL

@@ -59,6 +59,10 @@ extern "C" {
 /* variables of the descriptor form: dq, du, dlambda, mu, nu */
 #define DISK_NDESC (DISK_NQ + DISK_NU + DISK_NL + DISK_NC + DISK_NV)
 #define DISK_NOUT 0   /* outputs y (Model(..., outputs=...)): disk_outputs */
+/* parameters of the sensitivities (Model(..., sensitivities=...)): disk_sensitivities */
+#define DISK_NSENS 0
+#define DISK_NSX (DISK_NSENS * DISK_NX)     /* rows of dA, dB */
+#define DISK_NSY (DISK_NSENS * DISK_NOUT)   /* rows of dC, dD */
 
 /* Status codes. */
 #define DISK_OK 0
@@ -208,6 +212,9 @@ extern const char *const disk_u_names[DISK_NU + 1];
 extern const char *const disk_r_names[DISK_NR + 1];
 extern const char *const disk_p_names[DISK_NP + 1];
 extern const char *const disk_y_names[DISK_NOUT + 1];   /* the outputs */
+/* the parameters of the sensitivities, and their indices in p (ending in -1) */
+extern const char *const disk_sensitivity_names[DISK_NSENS + 1];
+extern const int disk_sensitivity_parameters[DISK_NSENS + 1];
 /* Default parameter values, used when p is NULL. */
 extern const double disk_default_parameters[DISK_NP + 1];
 /* The model's default partition, each list terminated by -1. */
@@ -221,12 +228,14 @@ extern const char *const disk_block_names[DISK_NBLOCKS + 1];
 
 /*
  * Workspaces: the scratch memory of the functions, one per thread (it may live
- * on the stack; no initialization needed; treat the fields as private). There
- * are three, each containing the one before it, so a larger one serves the
- * functions of the smaller ones (pass &work.base, or &work.local.base):
+ * on the stack; no initialization needed; treat the fields as private). The
+ * first three each contain the one before it, so a larger one serves the
+ * functions of the smaller ones (pass &work.base, or &work.local.base); the
+ * sensitivity workspace contains the first (&work.base):
  *   disk_workspace               linearize, the state derivative, completion, the constraint maps
  *   disk_local_workspace         the local form, singular values, the automatic partition (SVDs, null spaces, charts)
  *   disk_full_workspace          the descriptor form and equilibria (projectors, Gauss-Newton)
+ *   disk_sensitivity_workspace   the parameter sensitivities (the base workspace and the tangents of its arrays)
  * A controller that calls only disk_linearize carries only the first.
  */
 typedef struct disk_workspace {
@@ -343,10 +352,54 @@ typedef struct disk_full_workspace {
     int unknown_count, unknowns[DISK_NS + 1];   /* equilibrium's unknowns: q then NQ + u */
 } disk_full_workspace;
 
+typedef struct disk_sensitivity_workspace {
+    disk_workspace base;
+    /* the tangents (in one parameter's direction) of the arrays, and of the
+       carried subexpressions */
+    double d_f_c[DISK_NC * 1 + 1];
+    double d_f_v[DISK_NV * 1 + 1];
+    double d_J_c[DISK_NC * DISK_NQ + 1];
+    double d_J_vq[DISK_NV * DISK_NQ + 1];
+    double d_B_v[DISK_NV * DISK_NU + 1];
+    double d_M_qq[DISK_NQ * DISK_NQ + 1];
+    double d_kinematic_residual[DISK_NQ * 1 + 1];
+    double d_qd[DISK_NQ * 1 + 1];
+    double d_M_uu[DISK_NW * DISK_NW + 1];
+    double d_speed_residual[DISK_NW * 1 + 1];
+    double d_ud[DISK_NW * 1 + 1];
+    double d_A_qq[DISK_NQ * DISK_NQ + 1];
+    double d_A_qu[DISK_NQ * DISK_NU + 1];
+    double d_M_uq[DISK_NW * DISK_NQ + 1];
+    double d_A_uq[DISK_NW * DISK_NQ + 1];
+    double d_A_uu[DISK_NW * DISK_NU + 1];
+    double d_B_u[DISK_ND * DISK_NR + 1];
+    double d_K_c[DISK_NC * DISK_NQI + 1];
+    double d_K_v[DISK_NV * (DISK_NQ + DISK_NUI) + 1];
+    double d_Ahat_q[DISK_NQ * DISK_NQ + 1];
+    double d_Ahat_u[DISK_NW * DISK_NQ + 1];
+    double d_A_full[(DISK_NQ + DISK_NW) * DISK_NX + 1];
+    double d_B_full[(DISK_NQ + DISK_NW) * DISK_NR + 1];
+    double d_y[DISK_NOUT * 1 + 1];
+    double d_H_q[DISK_NOUT * DISK_NQ + 1];
+    double d_H_u[DISK_NOUT * DISK_NU + 1];
+    double d_H_rates[DISK_NOUT * (DISK_NQ + DISK_NW) + 1];
+    double d_H_r[DISK_NOUT * DISK_NR + 1];
+    double d_Hhat_q[DISK_NOUT * DISK_NQ + 1];
+    double d_C_out[DISK_NOUT * DISK_NX + 1];
+    double d_D_out[DISK_NOUT * DISK_NR + 1];
+    double d_q[DISK_NQ * 1 + 1];
+    double d_u[DISK_NU * 1 + 1];
+    double d_p[DISK_NP * 1 + 1];
+    double d_q_dependent[DISK_NC * 1 + 1];
+    double d_u_dependent[DISK_NV * 1 + 1];
+    double d_carried[45 + 1];
+} disk_sensitivity_workspace;
+
 /* bytes of each workspace */
 #define DISK_WORKSPACE_SIZE (sizeof(disk_workspace))
 #define DISK_LOCAL_WORKSPACE_SIZE (sizeof(disk_local_workspace))
 #define DISK_FULL_WORKSPACE_SIZE (sizeof(disk_full_workspace))
+#define DISK_SENSITIVITY_WORKSPACE_SIZE (sizeof(disk_sensitivity_workspace))
 
 /* The bytes of the workspace the function named (e.g. "linearize_local"); 0 for
    an unknown name. For callers that allocate by name (FFI, plug-ins). */
@@ -504,6 +557,49 @@ int disk_constraint_maps(double t, const double *q, const double *u, const doubl
 int disk_outputs(double t, const double *q, const double *u, const double *r, const double *p,
         const int *dependent_q, const int *dependent_u, double tol, double *y, double *C,
         double *D, disk_workspace *work);
+
+/*
+ * The parameter sensitivities at (t, q, u, r, p) with a partition: the
+ * derivatives dA/dp_j, dB/dp_j of linearize's A and B (and the outputs'
+ * dC/dp_j, dD/dp_j) with respect to each parameter of the model's sensitivities
+ * (NSENS, in <model>_sensitivity_names; their indices in p:
+ * <model>_sensitivity_parameters), exact to rounding: the forward mode
+ * (tangents) of every stage of the linearization. The independent coordinates
+ * and speeds, r and t are held; the dependent coordinates and speeds move with
+ * p_j on the constraint manifold (J_c dq = -df_c/dp_j, B_v du = -(df_v/dp_j +
+ * J_vq dq)), as re-solving the point at the new parameter value does. A and B
+ * (and C, D) are linearize's (outputs'), from the general path (any partition).
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   dependent_q      NC, or NULL: the dependent coordinates (NULL: the model's
+ *                    default)
+ *   dependent_u      NV, or NULL: the dependent speeds (NULL: the model's
+ *                    default)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   A (out)          NX x NX, or NULL: linearize's A
+ *   B (out)          NX x NR, or NULL: linearize's B
+ *   dA (out)         NSX x NX, or NULL: NSENS x NX x NX: dA/dp_j, j = 0 ..
+ *                    NSENS - 1
+ *   dB (out)         NSX x NR, or NULL: NSENS x NX x NR: dB/dp_j
+ *   C (out)          NOUT x NX, or NULL: the outputs' C
+ *   D (out)          NOUT x NR, or NULL: the outputs' D
+ *   dC (out)         NSY x NX, or NULL: NSENS x NOUT x NX: dC/dp_j
+ *   dD (out)         NSY x NR, or NULL: NSENS x NOUT x NR: dD/dp_j
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians, partition, solution, outputs,
+ * tangent_seeds, tangent_kinematic_rates, tangent_dynamic_rates,
+ * tangent_partition, tangent_solution, tangent_outputs.
+ */
+int disk_sensitivities(double t, const double *q, const double *u, const double *r,
+        const double *p, const int *dependent_q, const int *dependent_u, double tol, double *A,
+        double *B, double *dA, double *dB, double *C, double *D, double *dC, double *dD,
+        disk_sensitivity_workspace *work);
 
 /*
  * Which blocks of the equations hold NaN or Inf at (t, q, u, r, p), evaluated

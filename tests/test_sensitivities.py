@@ -1,0 +1,276 @@
+"""Parameter sensitivities (issue 21, item 2): ``Model(..., sensitivities=...)``
+and ``module.sensitivities(q, u, ...)`` -> dA/dp, dB/dp (dC/dp, dD/dp).
+
+References, independent of the tangent code:
+* closed forms: the rolling disk's upright eigenvalues, lambda^2 =
+  4/5 g/r - 12/5 omega^2 (the chapter's +/-2 sqrt(1 - 3 v^2)/sqrt(5) at
+  m = r = g = 1), differentiated by hand; the bicycle's roll/steer state
+  matrix from Meijaard et al.'s canonical M, C1, K0, K2
+  (tests/bicycle_benchmark.py, a transcription of the paper), differentiated
+  by fourth-order central differences of that formula;
+* finite differences of the module itself (fourth order, the dependent
+  coordinates and speeds re-solved at each perturbed parameter with
+  ``complete``), at points that are not equilibria, with the default and
+  another partition, and of the outputs' C and D;
+* the weave and capsize speeds re-solved at perturbed parameters.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import bicycle_benchmark as bench
+import codegen
+from codegen.errors import InputError, ModelError
+from codegen.models import bicycle as bicycle_models
+from codegen.models import disk as disk_models
+from codegen.models import fourbar
+from codegen.runtime.results import eigenvalue_sensitivities
+from test_outputs import pendulum_model, pendulum_outputs
+
+
+@pytest.fixture(scope="module")
+def disk_sensitive(build_dir):
+    return codegen.build(disk_models.make_model(sensitivities="all"), output_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def bicycle_sensitive(build_dir):
+    return codegen.build(bicycle_models.make_model(sensitivities="all"), output_dir=build_dir)
+
+
+def finite_differences(module, q, u, r, p, index, step, dependent_q=None, dependent_u=None,
+                       outputs=False):
+    """Fourth-order central differences of (A, B) (or (C, D)) in p[index],
+    the dependent coordinates and speeds completed at each parameter value."""
+    values = {}
+    for k in (-2, -1, 1, 2):
+        p_k = np.array(p, dtype=float)
+        p_k[index] += k * step
+        q_k, u_k = module.complete(q, u, r, p_k, dependent_q=dependent_q, dependent_u=dependent_u,
+                                   tol=1e-14)
+        if outputs:
+            _, C, D = module.outputs(q_k, u_k, r, p_k, dependent_q=dependent_q,
+                                     dependent_u=dependent_u, tol=1e-10)
+            values[k] = (C, D)
+        else:
+            values[k] = module.linearize(q_k, u_k, r, p_k, dependent_q=dependent_q,
+                                         dependent_u=dependent_u, tol=1e-10)
+    return tuple((-values[2][i] + 8 * values[1][i] - 8 * values[-1][i] + values[-2][i]) / (12 * step)
+                 for i in range(2))
+
+
+def assert_matches_differences(module, q, u, r=None, p=None, dependent_q=None, dependent_u=None,
+                               rtol=1e-7):
+    p = np.array(module.default_parameters if p is None else p, dtype=float)
+    result = module.sensitivities(q, u, r, p, dependent_q=dependent_q, dependent_u=dependent_u)
+    A, B = module.linearize(q, u, r, p, dependent_q=dependent_q, dependent_u=dependent_u)
+    np.testing.assert_allclose(result.A, A, rtol=0, atol=1e-12 * np.abs(A).max())
+    scale = max(1.0, np.abs(A).max())
+    for j, name in enumerate(result.p_names):
+        index = module.p_names.index(name)
+        step = 1e-4 * max(1.0, abs(p[index]))
+        dA, dB = finite_differences(module, q, u, r, p, index, step, dependent_q, dependent_u)
+        np.testing.assert_allclose(result.dA[j], dA, rtol=0, atol=rtol * scale, err_msg=name)
+        np.testing.assert_allclose(result.dB[j], dB, rtol=0, atol=rtol * max(1.0, np.abs(B).max(initial=0.0)),
+                                   err_msg=name)
+    return result
+
+
+def disk_point(module, seed):
+    rng = np.random.default_rng(seed)
+    q, u = module.complete(rng.normal(scale=0.6, size=module.nq), rng.normal(size=module.nu))
+    return np.array(q), np.array(u)
+
+
+def test_disk_upright_eigenvalues_follow_the_closed_form(disk_sensitive):
+    """lambda^2 = 4/5 g/r - 12/5 omega^2 at upright rolling with spin rate
+    omega (held, as every independent speed): d lambda^2/d g = 4/(5 r),
+    d/dr = -4 g/(5 r^2), d/dm = 0, for the simple pair; the six zero
+    eigenvalues are not simple (NaN)."""
+    module = disk_sensitive
+    for r, g, v in ((1.0, 1.0, 0.5), (0.3, 9.81, 1.0), (0.5, 2.0, 0.2)):
+        parameters = {"m": 2.0, "r": r, "g": g}
+        q, u = disk_models.upright(parameters, v=v)
+        p = [parameters[name] for name in module.p_names]
+        lam, dlam = module.sensitivities(q, u, p=p).eigenvalues()
+        omega = v / r
+        pair = np.argsort(-np.abs(lam))[:2]
+        assert np.allclose(lam[pair] ** 2, 0.8 * g / r - 2.4 * omega**2, rtol=1e-12)
+        expected = {"m": 0.0, "r": -0.8 * g / r**2, "g": 0.8 / r}
+        for j, name in enumerate(module.sensitivity_names):
+            for i in pair:
+                assert 2 * lam[i] * dlam[j, i] == pytest.approx(expected[name], rel=1e-10, abs=1e-12)
+        assert np.isnan(np.delete(dlam, pair, axis=1)).all()
+
+
+def test_disk_at_moving_points_against_finite_differences(disk_sensitive):
+    """Leaning, turning, accelerating points (not equilibria): the radius
+    moves the dependent height q6 and the dependent speeds."""
+    for seed in range(3):
+        q, u = disk_point(disk_sensitive, seed)
+        assert_matches_differences(disk_sensitive, q, u)
+
+
+def test_another_partition_and_batches(build_dir):
+    """The four-bar (the link lengths move its dependent angles), default
+    and another partition, and a batch equal to single points."""
+    model = fourbar.make_model(1).with_sensitivities("all")
+    module = codegen.build(model, output_dir=build_dir)
+    params = dict(zip(module.p_names, module.default_parameters))
+    points = [fourbar.general(params, phi=phi, omega=0.9) for phi in (1.1, 0.7)]
+    q, u = (np.array([point[k] for point in points]) for k in (0, 1))
+    for k in range(len(points)):
+        assert_matches_differences(module, q[k], u[k])
+        # the independent angle and rate swapped with the first dependent ones
+        other_q = [i for i in range(module.nq) if i != module.dependent_q[0]][-module.nc:]
+        other_u = [i for i in range(module.nu) if i != module.dependent_u[0]][-module.nv:]
+        assert sorted(other_q) != sorted(module.dependent_q)
+        assert_matches_differences(module, q[k], u[k], dependent_q=other_q, dependent_u=other_u)
+    batch = module.sensitivities(q, u)
+    assert batch.dA.shape == (2, len(module.sensitivity_names), module.nx, module.nx)
+    for k in range(len(points)):
+        one = module.sensitivities(q[k], u[k])
+        assert np.array_equal(batch.dA[k], one.dA) and np.array_equal(batch.dB[k], one.dB)
+
+
+def test_outputs_sensitivities_against_finite_differences(build_dir):
+    """dC/dp, dD/dp of the pendulum's outputs (positions, an angle,
+    accelerations, a parameter in an output), the rod length moving the
+    dependent coordinate."""
+    model = pendulum_model(pendulum_outputs, name="pendulum_sensitivities").with_sensitivities("all")
+    module = codegen.build(model, output_dir=build_dir)
+    q, u = module.complete([0.4, 0.7], [0.3, 0.0])
+    r = [0.6]
+    result = module.sensitivities(q, u, r, t=0.3)
+    p = np.array(module.default_parameters)
+    _, C, D = module.outputs(q, u, r, t=0.3)
+    np.testing.assert_array_equal(result.C, C)
+    for j, name in enumerate(result.p_names):
+        index = module.p_names.index(name)
+        step = 1e-4 * max(1.0, abs(p[index]))
+        values = {}
+        for k in (-2, -1, 1, 2):
+            p_k = p.copy()
+            p_k[index] += k * step
+            q_k, u_k = module.complete(q, u, r, p_k, t=0.3, tol=1e-14)
+            values[k] = module.outputs(q_k, u_k, r, p_k, t=0.3, tol=1e-10)
+        for slot, name_of in ((1, "C"), (2, "D")):
+            fd = (-values[2][slot] + 8 * values[1][slot] - 8 * values[-1][slot] + values[-2][slot]) / (12 * step)
+            exact = (result.dC if name_of == "C" else result.dD)[j]
+            np.testing.assert_allclose(exact, fd, rtol=0, atol=1e-7 * max(1.0, np.abs(fd).max()),
+                                       err_msg=f"d{name_of}/d{name}")
+
+
+def test_bicycle_against_the_canonical_matrices(bicycle_sensitive):
+    """The roll/steer block of A at upright straight running (v = 3, 5 m/s)
+    and its derivatives with respect to every benchmark parameter but the
+    rear wheel radius (which changes the speed at a held wheel rate) against
+    Meijaard et al.'s canonical form, differentiated numerically."""
+    module = bicycle_sensitive
+    roll, steer = module.state_names.index("roll"), module.state_names.index("steer")
+    rows = [roll, steer, module.state_names.index("roll_rate"), module.state_names.index("steer_rate")]
+    for v in (3.0, 5.0):
+        op = codegen.operating_point("bicycle", "upright", v=v)
+        result = module.sensitivities(op.q, op.u, op.r)
+        block = result.A[np.ix_(rows, rows)]
+        par = bench.benchmark_parameters()
+        np.testing.assert_allclose(block, bench.state_matrix(par, v), rtol=1e-11, atol=1e-11)
+        for name in module.sensitivity_names:
+            if name == "rR":
+                continue
+            j = module.sensitivity_names.index(name)
+            step = 1e-4 * max(1.0, abs(par[name]))
+            states, inputs = {}, {}
+            for k in (-2, -1, 1, 2):
+                shifted = dict(par, **{name: par[name] + k * step})
+                states[k], inputs[k] = bench.state_matrix(shifted, v), bench.input_matrix(shifted)
+            for exact, values in ((result.dA[j][np.ix_(rows, rows)], states),
+                                  (result.dB[j][rows], inputs)):
+                fd = (-values[2] + 8 * values[1] - 8 * values[-1] + values[-2]) / (12 * step)
+                np.testing.assert_allclose(exact, fd, rtol=0, atol=1e-7 * max(1.0, np.abs(fd).max()),
+                                           err_msg=name)
+
+
+def test_bicycle_at_a_general_point_against_finite_differences(bicycle_sensitive):
+    """Leaned, steered, accelerating, with torques: every parameter, the
+    geometric ones moving the pitch and the dependent speeds."""
+    module = bicycle_sensitive
+    rng = np.random.default_rng(4)
+    q0, u0 = bicycle_models.general(dict(zip(module.p_names, module.default_parameters)))[:2]
+    q, u = module.complete(np.array(q0) + 0.05 * rng.normal(size=module.nq),
+                           np.array(u0) + 0.2 * rng.normal(size=module.nu))
+    assert_matches_differences(module, np.array(q), np.array(u), rng.normal(size=module.nr), rtol=2e-7)
+
+
+def weave_and_capsize(module, p):
+    """The weave and capsize speeds of the bicycle with parameters p."""
+    def eigenvalues(v):
+        op = codegen.operating_point("bicycle", "upright", v=v,
+                                     parameters=dict(zip(module.p_names, p)))
+        return np.linalg.eigvals(module.linearize(op.q, op.u, op.r, p)[0])
+
+    def weave(v):
+        lam = eigenvalues(v)
+        return float(lam[np.abs(lam.imag) > 1e-9].real.max())
+
+    def capsize(v):
+        lam = eigenvalues(v)
+        real = lam[np.abs(lam.imag) <= 1e-9].real
+        return float(real[np.argmin(np.abs(real))])
+    return (brentq(weave, 3.5, 5.0, xtol=1e-14), brentq(capsize, 5.5, 7.0, xtol=1e-14))
+
+
+def test_weave_speed_gradient_against_re_solving(bicycle_sensitive):
+    """d v_weave/d p = -(d Re lambda/d p) / (d Re lambda/d v) from the
+    eigenvalue sensitivities (the speed derivative by a central difference),
+    against the weave speed re-solved at p +/- h (trail and head angle)."""
+    module = bicycle_sensitive
+    p = np.array(module.default_parameters)
+    v_weave, _ = weave_and_capsize(module, p)
+    op = codegen.operating_point("bicycle", "upright", v=v_weave)
+    lam, dlam = module.sensitivities(op.q, op.u, op.r).eigenvalues()
+    k = int(np.argmin(np.where(np.abs(lam.imag) > 1e-9, np.abs(lam.real), np.inf)))
+    h = 1e-6
+    slopes = []
+    for v in (v_weave + h, v_weave - h):
+        point = codegen.operating_point("bicycle", "upright", v=v)
+        values = np.linalg.eigvals(module.linearize(point.q, point.u, point.r)[0])
+        slopes.append(values[np.argmin(np.abs(values - lam[k]))].real)
+    d_real_dv = (slopes[0] - slopes[1]) / (2 * h)
+    for name in ("c", "lam"):
+        j = module.sensitivity_names.index(name)
+        gradient = -dlam[j, k].real / d_real_dv
+        index = module.p_names.index(name)
+        step = 1e-5
+        speeds = []
+        for sign in (1, -1):
+            shifted = p.copy()
+            shifted[index] += sign * step
+            speeds.append(weave_and_capsize(module, shifted)[0])
+        assert gradient == pytest.approx((speeds[0] - speeds[1]) / (2 * step), rel=1e-5)
+
+
+def test_eigenvalue_sensitivities_of_a_known_matrix():
+    """d lambda/d p of A(p) = [[p, 1], [0, 2]] and a defective pair."""
+    lam, dlam = eigenvalue_sensitivities(np.array([[1.0, 1.0], [0.0, 2.0]]),
+                                         np.array([[[1.0, 0.0], [0.0, 0.0]]]))
+    order = np.argsort(lam)
+    assert np.allclose(lam[order], [1.0, 2.0]) and np.allclose(dlam[0, order], [1.0, 0.0])
+    _, dlam = eigenvalue_sensitivities(np.array([[0.0, 1.0], [0.0, 0.0]]), np.eye(2)[None])
+    assert np.isnan(dlam).all()
+
+
+def test_models_without_sensitivities_and_bad_names(disk, disk_model):
+    with pytest.raises(InputError, match="has no sensitivities"):
+        disk.sensitivities(*disk_models.upright(disk_models.DEFAULT_PARAMETERS))
+    with pytest.raises(ModelError, match="not a parameter"):
+        disk_model.with_sensitivities(["mass"])
+    with pytest.raises(ModelError, match="'all' or a list"):
+        disk_model.with_sensitivities("some")
+    assert disk_model.with_sensitivities(["g", "m"]).sensitivity_names == ["m", "g"]
+    assert disk_model.with_sensitivities(None).fingerprint() == disk_model.fingerprint()
+    assert disk_model.with_sensitivities(["g"]).fingerprint() != disk_model.fingerprint()
+    assert math.isfinite(disk.default_parameters[0])
