@@ -23,6 +23,7 @@ _LAZY = {
     "load_model_file": "codegen.pipeline",
     "operating_point": "codegen.pipeline",
     "OperatingPoint": "codegen.pipeline",
+    "eigenvalue_sensitivities": "codegen.runtime.results",
 }
 
 from .load import load  # noqa: E402  (light: no SymPy)

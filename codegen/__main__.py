@@ -418,7 +418,8 @@ def command_bench(args):
 
     make = bench.Settings.quick if args.quick else bench.Settings
     changes = dict(sympy_limit=args.sympy_limit, casadi_limit=args.casadi_limit,
-                   casadi=not args.no_casadi, sympy=not args.no_sympy, work_dir=args.work_dir)
+                   casadi=not args.no_casadi, sympy=not args.no_sympy, work_dir=args.work_dir,
+                   sensitivities=not args.no_sensitivities)
     if args.batch is not None:
         changes["batch_size"] = args.batch
     if args.routes:
@@ -610,6 +611,8 @@ def main(argv=None):
                        "(default 300)")
     bench.add_argument("--no-casadi", action="store_true", help="skip CasADi")
     bench.add_argument("--no-sympy", action="store_true", help="skip the SymPy routes")
+    bench.add_argument("--no-sensitivities", action="store_true",
+                       help="skip the sensitivities' rows (two more builds of each model)")
     bench.add_argument("--routes", nargs="+", choices=["linearizer", "symbolic_AB", "symbolic_MAB",
                                                         "finite_differences"],
                        help="only these SymPy routes")

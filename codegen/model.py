@@ -526,14 +526,21 @@ class Model:
         return [_name(s) for s in self.parameters]
 
     # -- sensitivities ---------------------------------------------------------------
-    def with_sensitivities(self, sensitivities):
+    def with_sensitivities(self, sensitivities, name=None):
         """The same model with the sensitivities to these parameters (as
         ``Model(..., sensitivities=...)``; None: none): a copy, the
-        equations not formed again (e.g. a built-in model's)."""
+        equations not formed again (e.g. a built-in model's). Named ``name``,
+        by default ``<name>_sensitivities`` (beside the model's own build:
+        ``generated/<name>_sensitivities``; the C functions' prefix)."""
         import copy
 
         model = copy.copy(self)
         model.sensitivity_parameters = self._take_sensitivities(sensitivities)
+        if name is None:
+            name = f"{self.name}_sensitivities" if model.sensitivity_parameters else self.name
+        if not _IDENTIFIER.match(name):
+            raise ModelError(f"model name {name!r} must be a C identifier")
+        model.name = name
         return model
 
     @property

@@ -22,7 +22,9 @@ ROWS = ["ours: bare C loop (no Python)", "ours: batch of 1000 in one call",
         "ours: one linearize call from Python", "CasADi, our blocks (multiplier form): bare C loop",
         "CasADi, SymPy-reduced Kane blocks: bare C loop",
         "SymPy Linearizer, numeric op point", "SymPy symbolic A, B + lambdify",
-        "SymPy symbolic M, A, B + lambdify + solve", "constrained central FD, lambdified RHS"]
+        "SymPy symbolic M, A, B + lambdify + solve", "constrained central FD, lambdified RHS",
+        "ours: sensitivities, all 3 parameters", "ours: sensitivities, one parameter (m)",
+        "ours without lane code: the batch, one thread", "lane batch in C (linearize_batch)"]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,9 @@ def test_bench_prints_every_row_stage_and_target(disk_bench):
                   "compile", "operations after CSE"):
         assert stage in text, stage
     for target in ("ours vs CasADi", "batch from Python within 1.5x of bare C",
-                   "single Python call adds", ">= 100x (batch)", ">= 1e5x (batch)"):
+                   "single Python call adds", ">= 100x (batch)", ">= 1e5x (batch)",
+                   "lane batch vs scalar batch", "sensitivities to every parameter",
+                   "sensitivities to one parameter"):
         assert target in text, target
     assert "x bare C" in text and "x batch" in text
 

@@ -271,6 +271,8 @@ def test_models_without_sensitivities_and_bad_names(disk, disk_model):
     with pytest.raises(ModelError, match="'all' or a list"):
         disk_model.with_sensitivities("some")
     assert disk_model.with_sensitivities(["g", "m"]).sensitivity_names == ["m", "g"]
+    assert disk_model.with_sensitivities(["g"]).name == "disk_sensitivities"
+    assert disk_model.with_sensitivities(["g"], name="mine").name == "mine"
     assert disk_model.with_sensitivities(None).fingerprint() == disk_model.fingerprint()
     assert disk_model.with_sensitivities(["g"]).fingerprint() != disk_model.fingerprint()
     assert math.isfinite(disk.default_parameters[0])

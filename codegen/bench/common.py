@@ -35,6 +35,7 @@ class Settings:
     casadi_limit: float = 300.0    # seconds for CasADi's generation, and for its compilation
     casadi: bool = True
     sympy: bool = True
+    sensitivities: bool = True     # the sensitivities' rows (two more builds of the model)
     sympy_routes: tuple = ("linearizer", "symbolic_AB", "symbolic_MAB", "finite_differences")
     seed: int = 0
     work_dir: str | None = None    # keep builds and C files here (default: a temporary dir)

@@ -86,6 +86,24 @@ def time_batch(module, points, settings, threads=None):
     return min_median(samples)
 
 
+def time_calls(calls, points, settings):
+    """Seconds per point of each of ``calls`` (module methods taking (q, u, r,
+    p, t, threads=...)) on the same batch, one thread, alternating call by
+    call: a (min, median) for each."""
+    size = settings.batch_size
+    arguments = _batch_arguments(calls[0].__self__, points, size)
+    calls = [_unchecked(call) for call in calls]
+    samples = [[] for _ in calls]
+    for call in calls:
+        call(*arguments, threads=1)
+    for _ in range(2 * settings.batch_repeats):
+        for call, times in zip(calls, samples):
+            started = time.perf_counter()
+            call(*arguments, threads=1)
+            times.append((time.perf_counter() - started) / size)
+    return [min_median(times) for times in samples]
+
+
 def time_local_and_linearize(module, points, settings):
     """Seconds per point of ``linearize_local`` and of ``linearize`` on the same
     batch, one thread, alternating call by call (so both see the same machine

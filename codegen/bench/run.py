@@ -13,7 +13,8 @@ from .c_driver import c_loop_seconds, compile_object, lane_objects, run_c_driver
 from .casadi import casadi_sources, casadi_variant
 from .common import NPOINTS, Settings, max_abs_diff, min_median, say, system_line
 from .points import base_point, benchmark_points, inputs_of
-from .python_calls import batch_threads, time_batch, time_local_and_linearize, time_single_call
+from .python_calls import (batch_threads, time_batch, time_calls, time_local_and_linearize,
+                           time_single_call)
 from .report import ModelReport, Row, format_report, format_time
 from .sympy_routes import SYMPY_ROUTES, run_sympy_route
 from .targets import evaluate_targets
@@ -159,6 +160,31 @@ def _casadi_map_row(variant, c_ours, settings):
                samples=settings.c_repeats)
 
 
+def _sensitivity_rows(model, module, points, settings, work, progress):
+    """The sensitivities with respect to every parameter and to one (the
+    first), per point on a batch, one thread, alternating with linearize's
+    batch of the same points (the model built without sensitivities)."""
+    if not settings.sensitivities or not hasattr(model, "with_sensitivities") or not model.parameters:
+        return [Row("sensitivities", "ours: sensitivities, every parameter", status="skipped",
+                     note="--no-sensitivities" if not settings.sensitivities else "no parameters")]
+    rows = []
+    for key, chosen in (("sensitivities", "all"), ("sensitivities_1", [model.p_names[0]])):
+        say(progress, f"{model.name}: built with sensitivities to {chosen if chosen == 'all' else chosen[0]}")
+        sensitive = build_with(model.with_sensitivities(chosen), work / f"build_{key}")
+        count = len(sensitive.sensitivity_names)
+        (sens, plain) = time_calls([sensitive.sensitivities, module.linearize], points, settings)
+        label = (f"ours: sensitivities, all {count} parameters" if chosen == "all"
+                 else f"ours: sensitivities, one parameter ({chosen[0]})")
+        rows.append(Row(key, label, *sens, max_diff=None,
+                        note=f"{sens[0] / plain[0]:.1f}x linearize's batch in the same run "
+                             f"({format_time(plain[0])} per point; {sens[0] / plain[0] / count:.2f}x "
+                             "per parameter); batch, one thread", samples=2 * settings.batch_repeats))
+        rows.append(Row(f"{key}_linearize", "ours: linearize, batch, one thread (paired)", *plain,
+                        max_diff=None, note="alternating with the row above",
+                        samples=2 * settings.batch_repeats))
+    return rows
+
+
 def _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress):
     if not settings.sympy:
         return [Row(route, SYMPY_ROUTES[route][0], status="skipped", note="--no-sympy")
@@ -241,6 +267,7 @@ def _bench_model(spec, settings, work, progress):
             rows.append(_casadi_map_row(variant, rows[0], settings))
         if diff is not None:
             casadi_diff = diff if casadi_diff is None else max(casadi_diff, diff)
+    rows += _sensitivity_rows(model, module, points, settings, work, progress)
     rows += _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress)
 
     report = ModelReport(spec=str(spec), name=name, sizes=sizes,

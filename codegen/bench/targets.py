@@ -139,10 +139,28 @@ def _lane_targets(report, get):
     return out
 
 
+def _sensitivity_targets(get):
+    """Sensitivities (issue "Measurements and sensitivities"): every
+    parameter at most 10x linearize, one at most 2x (per point, the batch on
+    one thread, paired)."""
+    out = []
+    for key, goal, text in (("sensitivities", 10.0, "sensitivities to every parameter <= 10x linearize"),
+                            ("sensitivities_1", 2.0, "sensitivities to one parameter <= 2x linearize")):
+        row, plain = get(key), get(f"{key}_linearize")
+        if _have(row) and _have(plain):
+            ratio = row.min / plain.min
+            out.append(Target(text, f"{ratio:.1f}x ({format_time(row.min)} vs {format_time(plain.min)} per "
+                              "point, paired)", "PASS" if ratio <= goal else "MISS"))
+        else:
+            out.append(Target(text, "not measured", "n/a"))
+    return out
+
+
 def evaluate_targets(report):
     """The issues' performance targets against this run's numbers (min times)."""
     get = report.row
     c, batch, one_thread = get("c_loop"), get("batch"), get("batch_1")
     return ([_casadi_target(get, c)] + _python_targets(c, batch, get("single"), one_thread)
             + _sympy_targets(get, batch, one_thread)
-            + _local_target(get("local"), get("local_linearize")) + _lane_targets(report, get))
+            + _local_target(get("local"), get("local_linearize")) + _lane_targets(report, get)
+            + _sensitivity_targets(get))

@@ -121,6 +121,8 @@ def _kinematics():
 
 
 def make_model(sensitivities=None):
+    """The model; with ``sensitivities`` (parameter names or "all") the
+    same model with them, named ``<name>_sensitivities``."""
     k = _kinematics()
     p, q, u, N, A, C, D, E, F = k.p, k.q, k.u, k.N, k.A, k.C, k.D, k.E, k.F
     g, T_roll, T_steer = p["g"], k.T_roll, k.T_steer
@@ -153,8 +155,9 @@ def make_model(sensitivities=None):
         u_dependent=dependent_u, velocity_constraints=k.f_v)
     kane.kanes_equations(bodies, loads)
     parameters = {p[name]: value for name, value in DEFAULT_PARAMETERS.items()}
-    return Model(kane, parameters=parameters, inputs=[T_roll, T_steer], name="bicycle",
-                 description=DESCRIPTION, sensitivities=sensitivities)
+    model = Model(kane, parameters=parameters, inputs=[T_roll, T_steer], name="bicycle",
+                  description=DESCRIPTION)
+    return model.with_sensitivities(sensitivities) if sensitivities else model
 
 
 def upright(parameters, v=5.0):

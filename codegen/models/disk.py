@@ -27,6 +27,8 @@ DEFAULT_PARAMETERS = {"m": 1.0, "r": 1.0, "g": 1.0}
 
 
 def make_model(sensitivities=None):
+    """The model; with ``sensitivities`` (parameter names or "all") the
+    same model with them, named ``<name>_sensitivities``."""
     q1, q2, q3, q4, q5, q6 = me.dynamicsymbols("q1:7")
     u1, u2, u3, u4, u5, u6 = me.dynamicsymbols("u1:7")
     q1d, q2d, q3d, q4d, q5d, q6d = (qi.diff() for qi in (q1, q2, q3, q4, q5, q6))
@@ -71,8 +73,8 @@ def make_model(sensitivities=None):
     symbols = {"m": m, "r": r, "g": g}
     # p in the order of DEFAULT_PARAMETERS (operating_point relies on it)
     parameters = {symbols[name]: value for name, value in DEFAULT_PARAMETERS.items()}
-    return Model(kane, parameters=parameters, name="disk", description=DESCRIPTION,
-                 sensitivities=sensitivities)
+    model = Model(kane, parameters=parameters, name="disk", description=DESCRIPTION)
+    return model.with_sensitivities(sensitivities) if sensitivities else model
 
 
 def _speeds(q, yaw_rate, lean_rate, spin_rate, r):
