@@ -209,13 +209,7 @@ class StageEmitter:
         defined_in = {}
         stages = []
         for k, (stage, entries) in enumerate(parts):
-            exprs = [expr for _, _, expr in entries]
-            new = sorted(self._closure(exprs) - defined_in.keys(), key=self.position.get)
-            direct = set().union(*(self._uses[s] for s in new)) if new else set()
-            for expr in exprs:
-                direct |= {s for s in expr.free_symbols if s in self.position}
-            loads = sorted((s for s in direct if s in defined_in), key=self.position.get)
-            defined_in.update({s: k for s in new})
+            new, loads = self._part_temporaries(entries, defined_in, k)
             stages.append(dict(name=stage, new=new, loads=loads, entries=entries))
         carried = sorted({s for stage in stages for s in stage["loads"]},
                          key=lambda s: (defined_in[s], self.position[s]))
@@ -237,6 +231,19 @@ class StageEmitter:
             names.update({s: str(s) for s in stage["loads"]})
         return result, len(carried)
 
+
+    def _part_temporaries(self, entries, defined_in, part):
+        """The temporaries a part (its ``entries``) computes, in order, and
+        those it loads (earlier parts computed them: ``defined_in``,
+        temporary -> part, updated with this part's)."""
+        exprs = [expr for _, _, expr in entries]
+        new = sorted(self._closure(exprs) - defined_in.keys(), key=self.position.get)
+        direct = set().union(*(self._uses[x] for x in new)) if new else set()
+        for expr in exprs:
+            direct |= {x for x in expr.free_symbols if x in self.position}
+        loads = sorted((x for x in direct if x in defined_in), key=self.position.get)
+        defined_in.update({x: part for x in new})
+        return new, loads
 
     def tangent_statements(self, parts, active, names, carried_slots):
         """The tangent rendering of the evaluation (forward mode): for each
@@ -273,13 +280,7 @@ class StageEmitter:
 
         try:
             for k, (stage, entries) in enumerate(parts):
-                exprs = [expr for _, _, expr in entries]
-                new = sorted(self._closure(exprs) - defined_in.keys(), key=self.position.get)
-                direct = set().union(*(self._uses[x] for x in new)) if new else set()
-                for expr in exprs:
-                    direct |= {x for x in expr.free_symbols if x in self.position}
-                loads = {x for x in direct if x in defined_in}
-                defined_in.update({x: k for x in new})
+                new, loads = self._part_temporaries(entries, defined_in, k)
                 derivatives = {}
                 for x in new:
                     derivatives[x] = partials(self.temporary_expr[x], f"the common subexpression {x}")

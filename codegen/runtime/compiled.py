@@ -493,13 +493,8 @@ class CompiledModel:
         default: the model's). The point must satisfy the constraints to
         ``tol`` (None: not checked). Arguments and batches as for
         :meth:`linearize`."""
-        dq = arguments.partition(self, dependent_q, "q")
-        du = arguments.partition(self, dependent_u, "u")
-        tolerance = option(self, tol, TOL)
+        dq, du, options = self._partition_options(dependent_q, dependent_u, tol)
         threads = option(self, threads, THREADS)
-        options = dict(tol=tolerance,
-                       dependent_q=None if dq is None else np.array(dq, dtype=np.intc),
-                       dependent_u=None if du is None else np.array(du, dtype=np.intc))
         batch = arguments.batch(self, q, u, r, p, t)
         nout = len(self.y_names)
         batch.check_fits(self.name, nout * (1 + self.nx + self.nr))
@@ -510,6 +505,16 @@ class CompiledModel:
         values = [batch.reshape(out.y, nout), batch.reshape(out.C, nout, self.nx),
                   batch.reshape(out.D, nout, self.nr)]
         return ENTRY_RESULTS["outputs"](self, ["y", "C", "D"], values, options)
+
+    def _partition_options(self, dependent_q, dependent_u, tol):
+        """A partition (names or indices) and tol as the kernel's options of
+        an entry point: (dq, du, options)."""
+        dq = arguments.partition(self, dependent_q, "q")
+        du = arguments.partition(self, dependent_u, "u")
+        options = dict(tol=option(self, tol, TOL),
+                       dependent_q=None if dq is None else np.array(dq, dtype=np.intc),
+                       dependent_u=None if du is None else np.array(du, dtype=np.intc))
+        return dq, du, options
 
     @explain_memory
     def sensitivities(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
@@ -530,15 +535,10 @@ class CompiledModel:
         :meth:`linearize`."""
         if not self.sensitivity_names:
             raise InputError(f"{self.name}: the model has no sensitivities; build it with "
-                             "Model(..., sensitivities=[...] or 'all') (a built-in model: "
-                             "make_model(...).with_sensitivities([...]))")
-        dq = arguments.partition(self, dependent_q, "q")
-        du = arguments.partition(self, dependent_u, "u")
-        tolerance = option(self, tol, TOL)
+                             "Model(..., sensitivities=[...] or 'all'), or model.with_sensitivities"
+                             "([...]) (a built-in model: make_model(sensitivities=[...]))")
+        dq, du, options = self._partition_options(dependent_q, dependent_u, tol)
         threads = option(self, threads, THREADS)
-        options = dict(tol=tolerance,
-                       dependent_q=None if dq is None else np.array(dq, dtype=np.intc),
-                       dependent_u=None if du is None else np.array(du, dtype=np.intc))
         batch = arguments.batch(self, q, u, r, p, t)
         k, nx, nr, nout = len(self.sensitivity_names), self.nx, self.nr, len(self.y_names)
         batch.check_fits(self.name, (1 + k) * (nx * (nx + nr) + nout * (nx + nr)))
