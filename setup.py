@@ -21,8 +21,9 @@ setup(
         # CSE output (and so the golden files) depends on the SymPy version
         # dask: the test that sweeps through dask.array; casadi: the peer the
         # benchmark compares with (its test skips without it); control:
-        # module.state_space; distributed: the sweep on a cluster of processes
-        "test": ["pytest>=7", "hypothesis", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]",
+        # module.state_space; distributed: the sweep on a cluster of processes;
+        # pytest-xdist: the suite on every core (pytest.ini), models built once
+        "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis", "scipy", "sympy==1.14.0", "matplotlib", "dask[array]",
                  "casadi", "control>=0.10", "dask[distributed]"],
         # module.state_space(...): a python-control StateSpace
         "control": ["control>=0.10"],

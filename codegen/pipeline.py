@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from . import recipes
-from .compile import (WrapperTranslation, cache_key, check_name, compile_package, install_cached,
-                      read_record, resolve_output_dir)
+from .compile import (WrapperTranslation, build_lock, cache_key, check_name, compile_package,
+                      install_cached, read_record, resolve_output_dir)
 from .errors import ModelError
 from .load import load_package
 
@@ -119,21 +119,28 @@ def build_artifact(model, output_dir=None, force=False, progress=None, builtin=F
             artifact.timings = timings
             return artifact
 
-    started = time.perf_counter()
-    derivation = derive(model, progress)
-    timings["derivation"] = time.perf_counter() - started
+    with build_lock(output_dir, model.name, key, progress) as waited:
+        if waited and not force:        # another process has built it meanwhile
+            artifact = install_cached(output_dir, model.name, key, progress)
+            if artifact is not None:
+                artifact.timings = timings
+                return artifact
 
-    wrapper = WrapperTranslation(derivation.name, emit_wrapper(derivation), output_dir)
-    try:
-        sources = emit(derivation, progress)
-    except BaseException:
-        wrapper.cancel()
-        raise
-    timings.update(sources.timings)
+        started = time.perf_counter()
+        derivation = derive(model, progress)
+        timings["derivation"] = time.perf_counter() - started
 
-    artifact = compile_package(sources, output_dir, key, progress, replace=force,
-                               extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint},
-                               wrapper=wrapper)
+        wrapper = WrapperTranslation(derivation.name, emit_wrapper(derivation), output_dir)
+        try:
+            sources = emit(derivation, progress)
+        except BaseException:
+            wrapper.cancel()
+            raise
+        timings.update(sources.timings)
+
+        artifact = compile_package(sources, output_dir, key, progress, replace=force,
+                                   extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint},
+                                   wrapper=wrapper)
     timings.update(artifact.timings)
     artifact.timings = timings
     return artifact

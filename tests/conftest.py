@@ -1,14 +1,36 @@
 """Shared fixtures: every model is built once per test session into one
 temporary output directory, so the derivation and the C compile are paid once."""
 
+import os
+
 import pytest
 
 import codegen
 
+# The tests build about 150 models and time none of their calls: the Cython
+# wrapper (Python glue only; the model's C keeps its flags and its bits) is
+# compiled at -O0, which takes a third of a small model's build off
+# (codegen/compile.py). Set here, before any build, so that the commands the
+# tests run in other processes (the README's, the CLI's) share the cache.
+os.environ.setdefault("CODEGEN_WRAPPER_OPTIMIZATION", "-O0")
+
 
 @pytest.fixture(scope="session")
-def build_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("generated")
+def build_dir(tmp_path_factory, xdist_worker):
+    """The session's output directory. Under pytest-xdist (``-n 2``) the workers
+    share one, beside their own temporary directories: a model two workers ask
+    for is built once (the second waits for the first: codegen.compile.build_lock)."""
+    if xdist_worker == "master":
+        return tmp_path_factory.mktemp("generated")
+    shared = tmp_path_factory.getbasetemp().parent / "generated"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+@pytest.fixture(scope="session")
+def xdist_worker(request):
+    """xdist's worker name ("gw0", ...), or "master" without xdist."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
 
 
 @pytest.fixture(scope="session")

@@ -252,16 +252,22 @@ def test_cache_hit_force_and_failed_build(tmp_path, disk_model, monkeypatch):
 
 
 def test_concurrent_builds_agree(tmp_path):
-    """Two processes building the same model at once both end with a working module."""
+    """Two processes building the same model at once both end with a working
+    module, and only one of them derives and compiles it: the other waits for
+    it (codegen.compile.build_lock) and takes it from the cache."""
     script = ("import sys, codegen; from codegen.models import disk; "
-              "m = codegen.build(disk.make_model(), output_dir=sys.argv[1]); print(m.nx)")
+              "from codegen.pipeline import build_artifact; "
+              "a = build_artifact(disk.make_model(), sys.argv[1]); "
+              "m = codegen.load('disk', sys.argv[1]); print(m.nx, a.cached)")
     processes = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    printed = []
     for process in processes:
         out, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
-        assert out.strip() == "8"
-    # one finished build, one key link leading to it, no temporaries
+        printed.append(out.split())
+    assert sorted(printed) == [["8", "False"], ["8", "True"]], printed
+    # one finished build, one key link leading to it, no temporaries, no lock
     builds = sorted((tmp_path / ".builds").iterdir(), key=lambda p: p.is_symlink())
     assert [p.name.startswith(".") for p in builds] == [False, False]
     assert [p.is_symlink() for p in builds] == [False, True]

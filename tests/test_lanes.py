@@ -21,8 +21,18 @@ from codegen.models import fourbar
 from codegen.runtime import arguments, kernel
 
 
+def variant_dir(build_dir):
+    """Where the builds for other targets go: beside the session's."""
+    return Path(build_dir).parent / f"{Path(build_dir).name}-variants"
+
+
 def build_with(monkeypatch, model, build_dir, lanes=None, vector_math=False):
-    """``model`` built with CODEGEN_LANES=lanes (None: this machine's target)."""
+    """``model`` built with CODEGEN_LANES=lanes (None: this machine's target).
+    Another target's build goes to a directory beside ``build_dir``, so that the
+    session's output directory keeps leading to the default builds (other tests
+    load them from there by name)."""
+    if lanes is not None or vector_math:
+        build_dir = variant_dir(build_dir)
     with monkeypatch.context() as m:
         if lanes is None:
             m.delenv("CODEGEN_LANES", raising=False)
@@ -240,7 +250,7 @@ def test_vector_math_is_within_its_bound(disk, build_dir, disk_model, monkeypatc
         pytest.skip(f"vector math not available here: {error}")
     # the record of the build just made (the module may be one this process
     # imported before from another directory with the same key: the benchmark's)
-    assert compile_step.read_record(Path(build_dir) / "disk")["lanes"]["vector_math"]
+    assert compile_step.read_record(variant_dir(build_dir) / "disk")["lanes"]["vector_math"]
     q, u = disk_points(disk, 64, seed=11)
     A, _ = fast.linearize(q, u)
     A_exact, _ = disk.linearize(q, u)
