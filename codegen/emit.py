@@ -231,7 +231,6 @@ class StageEmitter:
             names.update({s: str(s) for s in stage["loads"]})
         return result, len(carried)
 
-
     def _part_temporaries(self, entries, defined_in, part):
         """The temporaries a part (its ``entries``) computes, in order, and
         those it loads (earlier parts computed them: ``defined_in``,

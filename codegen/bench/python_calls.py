@@ -86,17 +86,18 @@ def time_batch(module, points, settings, threads=None):
     return min_median(samples)
 
 
-def time_calls(calls, points, settings):
+def time_calls(calls, points, settings, repeats=None):
     """Seconds per point of each of ``calls`` (module methods taking (q, u, r,
     p, t, threads=...)) on the same batch, one thread, alternating call by
-    call: a (min, median) for each."""
+    call (so all see the same machine speed), ``repeats`` rounds (default
+    twice the batch repeats): a (min, median) for each."""
     size = settings.batch_size
     arguments = _batch_arguments(calls[0].__self__, points, size)
     calls = [_unchecked(call) for call in calls]
     samples = [[] for _ in calls]
     for call in calls:
         call(*arguments, threads=1)
-    for _ in range(2 * settings.batch_repeats):
+    for _ in range(2 * settings.batch_repeats if repeats is None else repeats):
         for call, times in zip(calls, samples):
             started = time.perf_counter()
             call(*arguments, threads=1)
@@ -112,15 +113,6 @@ def time_local_and_linearize(module, points, settings):
     local = getattr(module, "linearize_local", None)
     if local is None:
         return None
-    size = settings.batch_size
-    arguments = _batch_arguments(module, points, size)
-    calls = (_unchecked(local), _unchecked(module.linearize))
-    samples = ([], [])
-    for call in calls:
-        call(*arguments, threads=1)
-    for _ in range(settings.batch_repeats):
-        for call, times in zip(calls, samples):
-            started = time.perf_counter()
-            call(*arguments, threads=1)
-            times.append((time.perf_counter() - started) / size)
-    return min_median(samples[0]), min_median(samples[1])
+    local_times, linearize_times = time_calls([local, module.linearize], points, settings,
+                                              repeats=settings.batch_repeats)
+    return local_times, linearize_times
