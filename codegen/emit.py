@@ -549,6 +549,29 @@ def _tangent_evaluation(emitter, parts, d, progress):
     return grouped
 
 
+# the sensitivities' fast path: the partition path's stages, then their
+# tangents, straight-line code of one trace (the tangents read the primal's
+# values and factors, carried in the workspace)
+SENSITIVITY_PRIMAL = ("kinematic_rates", "dynamic_rates", "partition", "solution")
+SENSITIVITY_TANGENTS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates",
+                        "tangent_partition", "tangent_solution")
+
+
+def _sensitivity_straight_line(emitter, stages, sizes, first_slot, limit):
+    """(the straight-line code of the sensitivities' fast path, None) or
+    (None, why there is none): every stage of it straight-line, or none (a
+    tangent stage needs all the primal's values and factors)."""
+    by_name = {stage.name: stage for stage in stages}
+    names = SENSITIVITY_PRIMAL + SENSITIVITY_TANGENTS
+    line = StraightLine(emitter, [by_name[name] for name in names], sizes, first_slot=first_slot,
+                        limit=limit, requires={name: names[:k] for k, name in enumerate(names)},
+                        tangents=True)
+    if line.looped:
+        name, why = next(iter(line.looped.items()))
+        return None, f"{name}: {why}"
+    return line, ""
+
+
 def emit(derivation, progress=None, straight_line_limit=None):
     """Generate the C source, header, Cython wrapper and package init.
 
@@ -595,6 +618,11 @@ def emit(derivation, progress=None, straight_line_limit=None):
         if stage in straight.sections and caller not in straight.sections:
             del straight.sections[stage]
             straight.looped[stage] = f"its caller, {caller}, is looped"
+    sensitivity_line, sensitivity_why = (_sensitivity_straight_line(emitter, stages, sizes, carried_by_evaluation,
+                                                                    limit)
+                                         if sizes["nsens"] else (None, "no sensitivities"))
+    if sizes["nsens"] and sensitivity_line is None:
+        say(f"sensitivities: looped code only ({sensitivity_why})")
     # the lane rendering of the fast path (batches), where there is one
     lanes, lanes_why = lane_code(emitter, parts, straight, d, d.name.upper())
     if lanes_why:
@@ -604,6 +632,9 @@ def emit(derivation, progress=None, straight_line_limit=None):
                   if stage.name not in straight.sections
                   else ("straight-line", straight.operation_counts[stage.name])
                   for stage in stages if stage.steps}
+    for name in SENSITIVITY_TANGENTS:
+        renderings[name] = (("straight-line", sensitivity_line.operation_counts[name]) if sensitivity_line
+                            else ("looped", sensitivity_why))
     for name, why in straight.looped.items():
         say(f"{name}: looped code only ({why})")
     # stages larger than this many statements stay separate functions in the
@@ -655,6 +686,11 @@ def emit(derivation, progress=None, straight_line_limit=None):
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
         carried_count=carried_by_evaluation + straight.carried_count,
+        # the workspace's: the sensitivities' fast path carries more
+        workspace_carried_count=carried_by_evaluation + max(
+            straight.carried_count, sensitivity_line.carried_count if sensitivity_line else 0),
+        # the sensitivities' fast path: stage -> its operations (primal and tangent stages)
+        sensitivity_line=sensitivity_line.sections if sensitivity_line else {},
         carried_by_evaluation=carried_by_evaluation,
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},

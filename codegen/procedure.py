@@ -1337,15 +1337,20 @@ def _tangent_stages(kinematic_identity):
     factors = {step.name: step for step in (*_kinematic_rates(kinematic_identity), *DYNAMIC_RATES, *PARTITION)
                if isinstance(step, Factor)}
 
-    def stage(name, steps, what):
-        return Stage(f"tangent_{name}", None, tangent_steps(steps, factors), what, renderings="looped")
+    def stage(name, steps, what, results=()):
+        return Stage(f"tangent_{name}", None, tangent_steps(steps, factors), what, results=results,
+                     renderings="looped")
+    # results: what the straight-line rendering (codegen.emit's sensitivity
+    # fast path) stores for the blocks' tangents and the caller to read
     return (
         Stage("tangent_seeds", None, TANGENT_SEEDS, "the dependent coordinates' and speeds' tangents",
-              renderings="looped"),
-        stage("kinematic_rates", _kinematic_rates(kinematic_identity), "the tangent of qd*"),
-        stage("dynamic_rates", DYNAMIC_RATES, "the tangent of ud* (and the multipliers)"),
+              results=(View("d_q"), View("d_u")), renderings="looped"),
+        stage("kinematic_rates", _kinematic_rates(kinematic_identity), "the tangent of qd*",
+              (View("d_qd"),)),
+        stage("dynamic_rates", DYNAMIC_RATES, "the tangent of ud* (and the multipliers)", (View("d_ud"),)),
         stage("partition", PARTITION, "the tangents of K_c and K_v"),
-        stage("solution", _solution(kinematic_identity), "the tangents of A', B'"),
+        stage("solution", _solution(kinematic_identity), "the tangents of A', B'",
+              (View("d_A_full", rows=("nq", "nu")), View("d_B_full", rows=("nq", "nu")))),
         stage("outputs", OUTPUTS, "the tangents of the outputs' C, D"),
     )
 

@@ -439,12 +439,17 @@ class StraightLine:
     none, ``operation_counts`` how many operations the traced stages recorded.
     """
 
-    def __init__(self, emitter, stages, sizes, first_slot, limit=None, requires=None):
+    def __init__(self, emitter, stages, sizes, first_slot, limit=None, requires=None, tangents=False):
         """``limit``: the most operations a stage's straight-line trace may
         record (None: no limit); a larger stage gets only the looped rendering,
         and so does a stage that solves with the factors of a looped one, or
         that ``requires`` (stage -> stage names) a looped one. Tracing stops at
-        the limit: a stage too large costs no more time here than one at it."""
+        the limit: a stage too large costs no more time here than one at it.
+        ``tangents``: the blocks' tangents d_<block> are inputs too (the
+        sensitivity workspace's, with the blocks' structural zeros), for
+        tangent stages (:func:`codegen.procedure.tangent_steps`) traced after
+        the stages they differentiate: their operations read the primal's
+        values (carried) and factors."""
         requires = requires or {}
         d = emitter.derivation
         self.sizes = dict(sizes, one=1)
@@ -454,8 +459,9 @@ class StraightLine:
         self.values = {}
         for name, block in emitter.blocks.items():
             nonzero = {index for index, _ in block.entries}
-            self.values[name] = [[Element(name, i * block.cols + j) if i * block.cols + j in nonzero
-                                  else 0.0 for j in range(block.cols)] for i in range(block.rows)]
+            for array in (name, f"d_{name}") if tangents else (name,):
+                self.values[array] = [[Element(array, i * block.cols + j) if i * block.cols + j in nonzero
+                                       else 0.0 for j in range(block.cols)] for i in range(block.rows)]
         numeric = [stage for stage in stages if stage.steps]
         factored = sorted({step.matrix.array for stage in numeric for step in stage.steps
                            if isinstance(step, Factor)})

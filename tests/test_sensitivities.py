@@ -136,6 +136,35 @@ def test_another_partition_and_batches(build_dir):
         assert np.array_equal(batch.dA[k], one.dA) and np.array_equal(batch.dB[k], one.dB)
 
 
+def assert_renderings_agree(module, q, u, r=None, rtol=1e-11):
+    """The straight-line fast path (no partition given) against the looped
+    general path (the same default partition, given explicitly)."""
+    fast = module.sensitivities(q, u, r)
+    general = module.sensitivities(q, u, r, dependent_q=list(module.dependent_q),
+                                   dependent_u=list(module.dependent_u))
+    for name in ("A", "B", "dA", "dB"):
+        exact = getattr(general, name)
+        np.testing.assert_allclose(getattr(fast, name), exact, rtol=0,
+                                   atol=rtol * max(1.0, np.abs(exact).max(initial=0.0)), err_msg=name)
+
+
+def test_the_fast_path_agrees_with_the_general_path(disk_sensitive, build_dir):
+    """The disk at moving points, and the four-bar around its circle: where
+    a static pivot of the fast path is rejected (the four-bar near its
+    partition's singular angles), the call takes the general path."""
+    for seed in range(4):
+        assert_renderings_agree(disk_sensitive, *disk_point(disk_sensitive, seed))
+    module = codegen.build(fourbar.make_model(1).with_sensitivities("all"), output_dir=build_dir)
+    params = dict(zip(module.p_names, module.default_parameters))
+    for phi in np.linspace(0.05, 2 * np.pi - 0.05, 23):
+        try:
+            q, u = fourbar.general(params, phi=phi, omega=0.9)[:2]
+            module.linearize(q, u)
+        except Exception:   # no assembly, or the default partition singular there
+            continue
+        assert_renderings_agree(module, q, u)
+
+
 def test_outputs_sensitivities_against_finite_differences(build_dir):
     """dC/dp, dD/dp of the pendulum's outputs (positions, an angle,
     accelerations, a parameter in an output), the rod length moving the
@@ -202,7 +231,9 @@ def test_bicycle_at_a_general_point_against_finite_differences(bicycle_sensitive
     q0, u0 = bicycle_models.general(dict(zip(module.p_names, module.default_parameters)))[:2]
     q, u = module.complete(np.array(q0) + 0.05 * rng.normal(size=module.nq),
                            np.array(u0) + 0.2 * rng.normal(size=module.nu))
-    assert_matches_differences(module, np.array(q), np.array(u), rng.normal(size=module.nr), rtol=2e-7)
+    r = rng.normal(size=module.nr)
+    assert_matches_differences(module, np.array(q), np.array(u), r, rtol=2e-7)
+    assert_renderings_agree(module, np.array(q), np.array(u), r)
 
 
 def weave_and_capsize(module, p):
