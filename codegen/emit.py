@@ -417,8 +417,6 @@ STRAIGHT_LINE_REQUIRES = {"partition": ("kinematic_rates", "dynamic_rates"),
                           "solution": ("kinematic_rates", "dynamic_rates", "partition"),
                           "local_chart": ("solution",)}
 
-# why a stage of the partition path has only the looped rendering
-LOOPED_ONLY = {"outputs": "after the general path of linearize, for any partition"}
 
 # straight-line stages that run only before another straight-line stage
 STRAIGHT_LINE_CALLERS = {"partition": "solution"}
@@ -549,23 +547,28 @@ def _tangent_evaluation(emitter, parts, d, progress):
     return grouped
 
 
-# the sensitivities' fast path: the partition path's stages, then their
-# tangents, straight-line code of one trace (the tangents read the primal's
-# values and factors, carried in the workspace)
-SENSITIVITY_PRIMAL = ("kinematic_rates", "dynamic_rates", "partition", "solution")
-SENSITIVITY_TANGENTS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates",
-                        "tangent_partition", "tangent_solution")
+# the extended fast path, for the outputs and the sensitivities: the partition
+# path's stages, then the outputs' and the tangents, straight-line code of one
+# trace (the later stages read the primal's values and factors, carried in
+# the workspace)
+EXTENDED_PRIMAL = ("kinematic_rates", "dynamic_rates", "partition", "solution")
+EXTENDED_TANGENTS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates",
+                     "tangent_partition", "tangent_solution")
 
 
-def _sensitivity_straight_line(emitter, stages, sizes, first_slot, limit):
-    """(the straight-line code of the sensitivities' fast path, None) or
-    (None, why there is none): every stage of it straight-line, or none (a
-    tangent stage needs all the primal's values and factors)."""
+def _extended_straight_line(emitter, stages, sizes, first_slot, limit):
+    """(the straight-line code of the extended fast path, "") or (None, why
+    there is none): the outputs' stage after the primal where the model has
+    outputs, the tangent stages where it has sensitivities; every stage of
+    it straight-line, or none (a later stage needs all the primal's values
+    and factors)."""
     by_name = {stage.name: stage for stage in stages}
-    names = SENSITIVITY_PRIMAL + SENSITIVITY_TANGENTS
+    names = EXTENDED_PRIMAL + (("outputs",) if sizes["nout"] else ())
+    if sizes["nsens"]:
+        names += EXTENDED_TANGENTS + (("tangent_outputs",) if sizes["nout"] else ())
     line = StraightLine(emitter, [by_name[name] for name in names], sizes, first_slot=first_slot,
                         limit=limit, requires={name: names[:k] for k, name in enumerate(names)},
-                        tangents=True)
+                        tangents=bool(sizes["nsens"]))
     if line.looped:
         name, why = next(iter(line.looped.items()))
         return None, f"{name}: {why}"
@@ -618,23 +621,22 @@ def emit(derivation, progress=None, straight_line_limit=None):
         if stage in straight.sections and caller not in straight.sections:
             del straight.sections[stage]
             straight.looped[stage] = f"its caller, {caller}, is looped"
-    sensitivity_line, sensitivity_why = (_sensitivity_straight_line(emitter, stages, sizes, carried_by_evaluation,
-                                                                    limit)
-                                         if sizes["nsens"] else (None, "no sensitivities"))
-    if sizes["nsens"] and sensitivity_line is None:
-        say(f"sensitivities: looped code only ({sensitivity_why})")
+    extended, extended_why = (_extended_straight_line(emitter, stages, sizes, carried_by_evaluation, limit)
+                              if sizes["nout"] or sizes["nsens"] else (None, "no outputs or sensitivities"))
+    if extended is None and (sizes["nout"] or sizes["nsens"]):
+        say(f"outputs and sensitivities: looped code only ({extended_why})")
     # the lane rendering of the fast path (batches), where there is one
     lanes, lanes_why = lane_code(emitter, parts, straight, d, d.name.upper())
     if lanes_why:
         say(f"no lane code for batches ({lanes_why})")
-    renderings = {stage.name: ("looped", straight.looped.get(stage.name, LOOPED_ONLY.get(
-                      stage.name, "the rank-revealing half")))
+    renderings = {stage.name: ("looped", straight.looped.get(stage.name, "the rank-revealing half"))
                   if stage.name not in straight.sections
                   else ("straight-line", straight.operation_counts[stage.name])
                   for stage in stages if stage.steps}
-    for name in SENSITIVITY_TANGENTS:
-        renderings[name] = (("straight-line", sensitivity_line.operation_counts[name]) if sensitivity_line
-                            else ("looped", sensitivity_why))
+    for name in EXTENDED_TANGENTS + ("outputs", "tangent_outputs"):
+        renderings[name] = (("straight-line", extended.operation_counts[name])
+                            if extended and name in extended.sections
+                            else ("looped", extended_why or "not in this model"))
     for name, why in straight.looped.items():
         say(f"{name}: looped code only ({why})")
     # stages larger than this many statements stay separate functions in the
@@ -688,9 +690,9 @@ def emit(derivation, progress=None, straight_line_limit=None):
         carried_count=carried_by_evaluation + straight.carried_count,
         # the workspace's: the sensitivities' fast path carries more
         workspace_carried_count=carried_by_evaluation + max(
-            straight.carried_count, sensitivity_line.carried_count if sensitivity_line else 0),
-        # the sensitivities' fast path: stage -> its operations (primal and tangent stages)
-        sensitivity_line=sensitivity_line.sections if sensitivity_line else {},
+            straight.carried_count, extended.carried_count if extended else 0),
+        # the extended fast path: stage -> its operations (primal, outputs, tangent stages)
+        extended_line=extended.sections if extended else {},
         carried_by_evaluation=carried_by_evaluation,
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},

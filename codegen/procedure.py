@@ -1351,7 +1351,7 @@ def _tangent_stages(kinematic_identity):
         stage("partition", PARTITION, "the tangents of K_c and K_v"),
         stage("solution", _solution(kinematic_identity), "the tangents of A', B'",
               (View("d_A_full", rows=("nq", "nu")), View("d_B_full", rows=("nq", "nu")))),
-        stage("outputs", OUTPUTS, "the tangents of the outputs' C, D"),
+        stage("outputs", OUTPUTS, "the tangents of the outputs' C, D", (View("d_C_out"), View("d_D_out"))),
     )
 
 
@@ -1379,7 +1379,7 @@ def procedure(kinematic_identity, multipliers=True):
         Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
         Stage("outputs", "outputs", OUTPUTS,
               "the outputs y and their linearization C, D (after the partition's solution)",
-              renderings="looped"),
+              results=(View("C_out"), View("D_out")), renderings="looped"),
         *_tangent_stages(kinematic_identity),
         Stage("local_chart", None, _local_chart(),
               "the local form at a regular point, in a partition's chart",

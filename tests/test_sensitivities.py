@@ -142,7 +142,8 @@ def assert_renderings_agree(module, q, u, r=None, rtol=1e-11):
     fast = module.sensitivities(q, u, r)
     general = module.sensitivities(q, u, r, dependent_q=list(module.dependent_q),
                                    dependent_u=list(module.dependent_u))
-    for name in ("A", "B", "dA", "dB"):
+    names = ("A", "B", "dA", "dB") + (("C", "D", "dC", "dD") if module.y_names else ())
+    for name in names:
         exact = getattr(general, name)
         np.testing.assert_allclose(getattr(fast, name), exact, rtol=0,
                                    atol=rtol * max(1.0, np.abs(exact).max(initial=0.0)), err_msg=name)
@@ -163,6 +164,22 @@ def test_the_fast_path_agrees_with_the_general_path(disk_sensitive, build_dir):
         except Exception:   # no assembly, or the default partition singular there
             continue
         assert_renderings_agree(module, q, u)
+
+
+def test_the_outputs_fast_path_agrees_with_the_general_path(build_dir):
+    """The outputs' C, D and their tangents by the extended straight-line
+    path against the looped one (the same partition, given explicitly)."""
+    model = pendulum_model(pendulum_outputs, name="pendulum_sensitivities").with_sensitivities("all")
+    module = codegen.build(model, output_dir=build_dir)
+    length = module.default_parameters[module.p_names.index("L")]
+    for side, rate in ((0.4, 0.7), (0.8, -0.2), (-0.6, 2.0)):
+        q, u = module.complete([side * length, length], [rate, 0.0])
+        assert_renderings_agree(module, q, u, [0.6])
+        fast = module.outputs(q, u, [0.6])
+        general = module.outputs(q, u, [0.6], dependent_q=list(module.dependent_q),
+                                 dependent_u=list(module.dependent_u))
+        for a, b in zip(fast, general):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(1.0, np.abs(b).max()))
 
 
 def test_outputs_sensitivities_against_finite_differences(build_dir):
