@@ -24,7 +24,8 @@ ROWS = ["ours: bare C loop (no Python)", "ours: batch of 1000 in one call",
         "SymPy Linearizer, numeric op point", "SymPy symbolic A, B + lambdify",
         "SymPy symbolic M, A, B + lambdify + solve", "constrained central FD, lambdified RHS",
         "ours: sensitivities, all 3 parameters", "ours: sensitivities, one parameter (m)",
-        "ours without lane code: the batch, one thread", "lane batch in C (linearize_batch)"]
+        "ours without lane code: the batch, one thread", "lane batch in C (linearize_batch)",
+        "ours: outputs y, C, D (7 outputs)"]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_bench_prints_every_row_stage_and_target(disk_bench):
     for target in ("ours vs CasADi", "batch from Python within 1.5x of bare C",
                    "single Python call adds", ">= 100x (batch)", ">= 1e5x (batch)",
                    "lane batch vs scalar batch", "sensitivities to every parameter",
-                   "sensitivities to one parameter"):
+                   "sensitivities to one parameter", "outputs y, C, D vs linearize of the same build"):
         assert target in text, target
     assert "x bare C" in text and "x batch" in text
 

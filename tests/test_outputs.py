@@ -358,3 +358,20 @@ def test_multipliers_as_outputs(build_dir):
     assert abs(result.D[0, 0]) > 0.1
     with pytest.raises(ModelError, match="contains the multipliers lambda_1, but the model has 1"):
         pendulum_model(lambda **_: {"bad": codegen.multipliers(2)[1]}, name="bad_multiplier")
+
+
+def test_the_disk_with_outputs_matches_constrained_differences(build_dir):
+    """The built-in disk's measurement outputs (``make_model(outputs=True)``,
+    the benchmark's): a dependent coordinate and speed, a coordinate rate, a
+    speed's rate, an energy; C by the extended fast path against differences
+    along the manifold, at a leaning, turning point."""
+    from codegen.models import disk as disk_models
+
+    module = codegen.build(disk_models.make_model(outputs=True), output_dir=build_dir)
+    assert module.name == "disk_outputs" and len(module.y_names) == 7
+    rng = np.random.default_rng(5)
+    q, u = module.complete(rng.normal(scale=0.5, size=module.nq), rng.normal(size=module.nu))
+    result = module.outputs(q, u)
+    C, _ = manifold_differences(module, np.array(q), np.array(u), None, 0.0)
+    np.testing.assert_allclose(result.C, C, rtol=0, atol=1e-7 * max(1.0, np.abs(C).max()))
+    assert np.abs(result.C).max() > 0.1

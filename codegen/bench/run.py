@@ -185,6 +185,26 @@ def _sensitivity_rows(model, module, points, settings, work, progress):
     return rows
 
 
+def _output_rows(model_module, points, settings, work, progress):
+    """The outputs' y, C and D per point against linearize of the same
+    build (lanes off: both one point at a time), for a model whose
+    ``make_model`` takes ``outputs=True``."""
+    import inspect
+
+    make = getattr(model_module, "make_model", None)
+    if make is None or "outputs" not in inspect.signature(make).parameters:
+        return []
+    say(progress, f"{model_module.__name__}: built with outputs")
+    module = build_with(make(outputs=True), work / "build_outputs", CODEGEN_LANES="off")
+    outputs, plain = time_calls([module.outputs, module.linearize], points, settings)
+    return [Row("outputs", f"ours: outputs y, C, D ({len(module.y_names)} outputs)", *outputs,
+                max_diff=None, note=f"{outputs[0] / plain[0]:.2f}x linearize of the same build "
+                                    f"({format_time(plain[0])} per point); batch, one thread, lanes off",
+                samples=2 * settings.batch_repeats),
+            Row("outputs_linearize", "ours: linearize, the outputs' build (paired)", *plain,
+                max_diff=None, note="alternating with the row above", samples=2 * settings.batch_repeats)]
+
+
 def _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress):
     if not settings.sympy:
         return [Row(route, SYMPY_ROUTES[route][0], status="skipped", note="--no-sympy")
@@ -268,6 +288,7 @@ def _bench_model(spec, settings, work, progress):
         if diff is not None:
             casadi_diff = diff if casadi_diff is None else max(casadi_diff, diff)
     rows += _sensitivity_rows(model, module, points, settings, work, progress)
+    rows += _output_rows(model_module, points, settings, work, progress)
     rows += _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress)
 
     report = ModelReport(spec=str(spec), name=name, sizes=sizes,

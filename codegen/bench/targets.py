@@ -153,6 +153,14 @@ def _sensitivity_targets(get):
                               "point, paired)", "PASS" if ratio <= goal else "MISS"))
         else:
             out.append(Target(text, "not measured", "n/a"))
+    row, plain = get("outputs"), get("outputs_linearize")
+    if _have(row) and _have(plain):
+        # "no more than their own expressions' cost": no threshold is set on
+        # the time (the expressions' cost is not timed apart); the ratio is
+        # for reading
+        out.append(Target("outputs y, C, D vs linearize of the same build",
+                          f"{row.min / plain.min:.2f}x ({format_time(row.min)} vs {format_time(plain.min)} "
+                          "per point, paired)", "n/a"))
     return out
 
 

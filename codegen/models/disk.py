@@ -26,9 +26,13 @@ DESCRIPTION = "rolling disk, non-minimal coordinates (Peterson thesis chapter)"
 DEFAULT_PARAMETERS = {"m": 1.0, "r": 1.0, "g": 1.0}
 
 
-def make_model(sensitivities=None):
+def make_model(sensitivities=None, outputs=False):
     """The model; with ``sensitivities`` (parameter names or "all") the
-    same model with them, named ``<name>_sensitivities``."""
+    same model with them, named ``<name>_sensitivities``. ``outputs``: with
+    measurement outputs (named ``disk_outputs``): the lean, the yaw rate (a
+    coordinate rate), the lean acceleration (a speed's rate), the centre's
+    speed along c_x (a dependent speed), the height of the centre (a
+    dependent coordinate), the contact point's x and the kinetic energy."""
     q1, q2, q3, q4, q5, q6 = me.dynamicsymbols("q1:7")
     u1, u2, u3, u4, u5, u6 = me.dynamicsymbols("u1:7")
     q1d, q2d, q3d, q4d, q5d, q6d = (qi.diff() for qi in (q1, q2, q3, q4, q5, q6))
@@ -73,7 +77,13 @@ def make_model(sensitivities=None):
     symbols = {"m": m, "r": r, "g": g}
     # p in the order of DEFAULT_PARAMETERS (operating_point relies on it)
     parameters = {symbols[name]: value for name, value in DEFAULT_PARAMETERS.items()}
-    model = Model(kane, parameters=parameters, name="disk", description=DESCRIPTION)
+    measured = None
+    if outputs:
+        measured = {"lean": q2, "yaw_rate": q1d, "lean_acceleration": u1.diff(me.dynamicsymbols._t),
+                    "centre_speed": u4, "height": -q6, "contact_x": contact.pos_from(origin).dot(N.x),
+                    "kinetic_energy": disk.kinetic_energy(N)}
+    model = Model(kane, parameters=parameters, name="disk_outputs" if outputs else "disk",
+                  description=DESCRIPTION, outputs=measured)
     return model.with_sensitivities(sensitivities) if sensitivities else model
 
 
