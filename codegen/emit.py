@@ -552,20 +552,19 @@ def _tangent_evaluation(emitter, parts, d, progress):
 # trace (the later stages read the primal's values and factors, carried in
 # the workspace)
 EXTENDED_PRIMAL = ("kinematic_rates", "dynamic_rates", "partition", "solution")
-EXTENDED_TANGENTS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates",
-                     "tangent_partition", "tangent_solution")
 
 
 def _extended_straight_line(emitter, stages, sizes, first_slot, limit):
     """(the straight-line code of the extended fast path, "") or (None, why
-    there is none): the outputs' stage after the primal where the model has
-    outputs, the tangent stages where it has sensitivities; every stage of
-    it straight-line, or none (a later stage needs all the primal's values
-    and factors)."""
+    there is none): the stages rendered "extended" (the outputs' where the
+    model has outputs, the tangents where it has sensitivities) after the
+    partition path's; every stage of it straight-line, or none (a later
+    stage needs all the primal's values and factors)."""
     by_name = {stage.name: stage for stage in stages}
-    names = EXTENDED_PRIMAL + (("outputs",) if sizes["nout"] else ())
-    if sizes["nsens"]:
-        names += EXTENDED_TANGENTS + (("tangent_outputs",) if sizes["nout"] else ())
+    wanted = [stage.name for stage in stages if stage.renderings == "extended"
+              and (sizes["nout"] or "outputs" not in stage.name)
+              and (sizes["nsens"] or not stage.name.startswith("tangent_"))]
+    names = EXTENDED_PRIMAL + tuple(wanted)
     line = StraightLine(emitter, [by_name[name] for name in names], sizes, first_slot=first_slot,
                         limit=limit, requires={name: names[:k] for k, name in enumerate(names)},
                         tangents=bool(sizes["nsens"]))
@@ -633,7 +632,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
                   if stage.name not in straight.sections
                   else ("straight-line", straight.operation_counts[stage.name])
                   for stage in stages if stage.steps}
-    for name in EXTENDED_TANGENTS + ("outputs", "tangent_outputs"):
+    for name in (stage.name for stage in stages if stage.renderings == "extended"):
         renderings[name] = (("straight-line", extended.operation_counts[name])
                             if extended and name in extended.sections
                             else ("looped", extended_why or "not in this model"))
@@ -693,6 +692,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
             straight.carried_count, extended.carried_count if extended else 0),
         # the extended fast path: stage -> its operations (primal, outputs, tangent stages)
         extended_line=extended.sections if extended else {},
+        extended_primal=EXTENDED_PRIMAL,
         carried_by_evaluation=carried_by_evaluation,
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},

@@ -657,7 +657,9 @@ class Stage:
     # left them (not carried values): A, B of the solution
     reads_stored: tuple = ()
     # renderings: "both" (straight-line for the default partition, looped for
-    # any), "looped" (the rank-revealing half)
+    # any), "extended" (looped for any; straight-line on the extended fast
+    # path of the outputs and the sensitivities, after the partition path's
+    # stages: codegen.emit), "looped" (the rank-revealing half)
     renderings: str = "both"
 
 
@@ -1339,12 +1341,12 @@ def _tangent_stages(kinematic_identity):
 
     def stage(name, steps, what, results=()):
         return Stage(f"tangent_{name}", None, tangent_steps(steps, factors), what, results=results,
-                     renderings="looped")
-    # results: what the straight-line rendering (codegen.emit's sensitivity
-    # fast path) stores for the blocks' tangents and the caller to read
+                     renderings="extended")
+    # results: what the straight-line rendering (the extended fast path)
+    # stores for the blocks' tangents and the caller to read
     return (
         Stage("tangent_seeds", None, TANGENT_SEEDS, "the dependent coordinates' and speeds' tangents",
-              results=(View("d_q"), View("d_u")), renderings="looped"),
+              results=(View("d_q"), View("d_u")), renderings="extended"),
         stage("kinematic_rates", _kinematic_rates(kinematic_identity), "the tangent of qd*",
               (View("d_qd"),)),
         stage("dynamic_rates", DYNAMIC_RATES, "the tangent of ud* (and the multipliers)", (View("d_ud"),)),
@@ -1379,7 +1381,7 @@ def procedure(kinematic_identity, multipliers=True):
         Stage("solution", None, _solution(kinematic_identity), "A', B' and the outputs"),
         Stage("outputs", "outputs", OUTPUTS,
               "the outputs y and their linearization C, D (after the partition's solution)",
-              results=(View("C_out"), View("D_out")), renderings="looped"),
+              results=(View("C_out"), View("D_out")), renderings="extended"),
         *_tangent_stages(kinematic_identity),
         Stage("local_chart", None, _local_chart(),
               "the local form at a regular point, in a partition's chart",
