@@ -80,6 +80,13 @@ def wrapper_optimization_flags():
                          f"{', '.join(WRAPPER_OPTIMIZATION_LEVELS)} (unset: {WRAPPER_OPTIMIZATION_FLAGS[0]})")
     return [wanted]
 
+def dense_defines(name):
+    """-D flags of the model's C in the Python module: the LU kernels of the
+    looped stages also compiled for AVX2 (templates/helpers.c, DENSE_CLONES;
+    the same bits). The exported C for a controller leaves them out by default."""
+    return [f"-D{name.upper()}_DENSE_CLONES"]
+
+
 # The lane code (<name>_lanes.c, codegen/lanes.py): the flags that make its
 # loops vector instructions while keeping every lane's result the scalar
 # code's, bit for bit: no contraction into fused multiply-adds, no
@@ -655,8 +662,8 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         if not has_lanes:
             lanes = LaneTarget("off", (), lanes.lanes, None, False)
         defines = lanes.defines(name)
-        model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, "-c", f"{name}.c",
-                         "-o", f"{name}.o"]
+        model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, *dense_defines(name),
+                         "-c", f"{name}.c", "-o", f"{name}.o"]
         commands = [model_command]
         if has_lanes:
             # the lane code beside it (the bicycle's takes longer than the rest)

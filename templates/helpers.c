@@ -8,6 +8,49 @@
 
 /* ---- small dense linear algebra on row-major arrays ---------------------- */
 
+/* Loops over SOLVE_COLUMNS consecutive entries (a constant trip count) are
+   unrolled where the compiler takes the hint, so that plain -O2 keeps their
+   values in (vector) registers; a helper called with a constant width is
+   inlined where the compiler allows forcing it. */
+#define SOLVE_COLUMNS 8
+#if defined(__GNUC__) || defined(__clang__)
+#define FORCE_INLINE static inline __attribute__((always_inline))
+#define UNROLL_COLUMNS _Pragma("GCC unroll 16")
+#else
+#define FORCE_INLINE static
+#define UNROLL_COLUMNS
+#endif
+/* With DENSE_CLONES defined (the model's <NAME>_DENSE_CLONES: the Python
+   module's build defines it), the LU factorizations and solves are compiled
+   twice where the compiler and the C library can choose between them at load
+   time (target_clones, an ifunc of glibc on x86-64): for AVX2 (four doubles
+   a vector instruction) and for the baseline; otherwise once, for the
+   baseline, and the object needs nothing but libm (an embedded build). The
+   same operations in the same order either way (AVX2 has no fused
+   multiply-add, and -std=c99 contracts none), so the same bits. */
+#if defined(DENSE_CLONES) && defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef VECTOR_CLONES
+#define VECTOR_CLONES
+#endif
+
+/* y += factor x over count entries; x and y do not overlap. Bit for bit the
+   plain loop's result (y - f x and y + (-f) x round alike). */
+FORCE_INLINE void add_multiple(int count, double factor, const double *restrict x, double *restrict y)
+{
+    int j = 0, c;
+    for (; j + SOLVE_COLUMNS <= count; j += SOLVE_COLUMNS)
+        UNROLL_COLUMNS for (c = 0; c < SOLVE_COLUMNS; ++c) y[j + c] += factor * x[j + c];
+    if (j + SOLVE_COLUMNS / 2 <= count) {
+        UNROLL_COLUMNS for (c = 0; c < SOLVE_COLUMNS / 2; ++c) y[j + c] += factor * x[j + c];
+        j += SOLVE_COLUMNS / 2;
+    }
+    for (; j < count; ++j) y[j] += factor * x[j];
+}
+
 static void fill_zero(double *a, int count)
 {
     int i;
@@ -98,10 +141,22 @@ static double *view_entry(view v, int i, int j)
     return v.data + (v.rows ? v.rows[row] : row) * v.ld + (v.cols ? v.cols[column] : column);
 }
 
+/* the start of row i of an untransposed view (its columns: v.cols or 0, 1, ...) */
+static double *view_row(view v, int i)
+{
+    return v.data + (v.rows ? v.rows[i] : i) * v.ld;
+}
+
 static int view_is_finite(int rows, int cols, view v)
 {
     double sum = 0.0;
     int i, j;
+    if (!v.rows && !v.cols && !v.transposed && v.ld == cols) return all_finite(v.data, rows * cols);
+    if (!v.transposed && !v.cols) {
+        for (i = 0; i < rows; ++i)
+            if (!all_finite(view_row(v, i), cols)) return 0;
+        return 1;
+    }
     for (i = 0; i < rows; ++i)
         for (j = 0; j < cols; ++j) sum += *view_entry(v, i, j) * 0.0;
     return sum == 0.0;
@@ -112,10 +167,28 @@ static int view_is_plain(view v)
     return !v.rows && !v.cols && !v.transposed;
 }
 
-/* dst = src (rows x cols), -src when negate; dst += (-)src when accumulate */
+/* dst = src (rows x cols), -src when negate; dst += (-)src when accumulate.
+   Row by row through row pointers where src is not transposed (dst never is). */
 static void copy_view(int rows, int cols, view src, int negate, int accumulate, view dst)
 {
     int i, j;
+    if (!src.transposed) {
+        for (i = 0; i < rows; ++i) {
+            const double *from = view_row(src, i);
+            double *to = view_row(dst, i);
+            const int *from_cols = src.cols, *to_cols = dst.cols;
+            if (!from_cols && !to_cols && !negate && !accumulate) {
+                memmove(to, from, (size_t)cols * sizeof(double));
+                continue;
+            }
+            for (j = 0; j < cols; ++j) {
+                const double value = negate ? -from[from_cols ? from_cols[j] : j] : from[from_cols ? from_cols[j] : j];
+                double *out = to + (to_cols ? to_cols[j] : j);
+                *out = accumulate ? *out + value : value;
+            }
+        }
+        return;
+    }
     for (i = 0; i < rows; ++i)
         for (j = 0; j < cols; ++j) {
             const double value = negate ? -*view_entry(src, i, j) : *view_entry(src, i, j);
@@ -152,7 +225,7 @@ static void add_row_multiple(double factor, view b, int l, view c, int i, int co
     if (plain) {
         const double *b_row = b.data + l * b.ld;
         double *c_row = c.data + i * c.ld;
-        for (j = 0; j < cols; ++j) c_row[j] += factor * b_row[j];
+        add_multiple(cols, factor, b_row, c_row);
     } else {
         for (j = 0; j < cols; ++j) *view_entry(c, i, j) += factor * *view_entry(b, l, j);
     }
@@ -243,7 +316,7 @@ static void complement(int count, const int *dependent, int dependent_count, int
    absolute entry of a, or of the matrix a is taken from when scale is its
    largest entry (a constraint Jacobian's columns of the dependent coordinates
    or speeds are judged against the whole Jacobian), else 0. */
-static int lu_factor(int n, double *a, int *pivot, double scale)
+VECTOR_CLONES static int lu_factor(int n, double *a, int *pivot, double scale)
 {
     const double own = norm_inf(a, n * n);
     const double threshold = SINGULAR_RTOL * (own > scale ? own : scale);
@@ -270,16 +343,54 @@ static int lu_factor(int n, double *a, int *pivot, double scale)
             const double factor = a[i * n + k] / a[k * n + k];
             a[i * n + k] = factor;
             if (factor == 0.0) continue;   /* the blocks are sparse: skip zero rows */
-            for (j = k + 1; j < n; ++j) a[i * n + j] -= factor * a[k * n + j];
+            add_multiple(n - k - 1, -factor, a + k * n + k + 1, a + i * n + k + 1);
         }
     }
     return 0;
 }
 
-/* Solve (LU) x = b for the n x m right-hand side b (row stride ldb), in place. */
-static void lu_solve(int n, const double *lu, const int *pivot, double *b, int ldb, int m)
+/* The substitutions of lu_solve on width (<= 2 SOLVE_COLUMNS) columns of b:
+   each row's running sums stay in registers while the rows above it (below
+   it) are subtracted, so an entry takes a load, a multiply and a subtraction
+   instead of a load and a store of the sum as well. Each entry sees the same
+   operations in the same order as in the plain row-by-row substitution, so
+   the result is the same bit for bit. Called with a constant width, the
+   column loops have fixed trip counts: plain -O2 makes them vector
+   instructions (so it is inlined where the compiler allows forcing it). */
+FORCE_INLINE void substitute_columns(int n, const double *lu, double *b, int ldb, int width)
 {
-    int i, j, k;
+    double sum[2 * SOLVE_COLUMNS] = {0.0};
+    int i, k, c;
+    for (i = 1; i < n; ++i) {
+        double *row = b + i * ldb;
+        UNROLL_COLUMNS for (c = 0; c < width; ++c) sum[c] = row[c];
+        for (k = 0; k < i; ++k) {
+            const double factor = lu[i * n + k];
+            const double *above = b + k * ldb;
+            if (factor == 0.0) continue;
+            UNROLL_COLUMNS for (c = 0; c < width; ++c) sum[c] -= factor * above[c];
+        }
+        UNROLL_COLUMNS for (c = 0; c < width; ++c) row[c] = sum[c];
+    }
+    for (i = n - 1; i >= 0; --i) {
+        const double inverse = 1.0 / lu[i * n + i];
+        double *row = b + i * ldb;
+        UNROLL_COLUMNS for (c = 0; c < width; ++c) sum[c] = row[c];
+        for (k = i + 1; k < n; ++k) {
+            const double factor = lu[i * n + k];
+            const double *below = b + k * ldb;
+            if (factor == 0.0) continue;
+            UNROLL_COLUMNS for (c = 0; c < width; ++c) sum[c] -= factor * below[c];
+        }
+        UNROLL_COLUMNS for (c = 0; c < width; ++c) row[c] = sum[c] * inverse;
+    }
+}
+
+/* Solve (LU) x = b for the n x m right-hand side b (row stride ldb), in place:
+   the row swaps, then the substitutions SOLVE_COLUMNS columns at a time. */
+VECTOR_CLONES static void lu_solve(int n, const double *lu, const int *pivot, double *b, int ldb, int m)
+{
+    int j, k;
     for (k = 0; k < n; ++k) {
         if (pivot[k] != k) {
             for (j = 0; j < m; ++j) {
@@ -289,22 +400,11 @@ static void lu_solve(int n, const double *lu, const int *pivot, double *b, int l
             }
         }
     }
-    for (i = 1; i < n; ++i) {
-        for (k = 0; k < i; ++k) {
-            const double factor = lu[i * n + k];
-            if (factor == 0.0) continue;
-            for (j = 0; j < m; ++j) b[i * ldb + j] -= factor * b[k * ldb + j];
-        }
-    }
-    for (i = n - 1; i >= 0; --i) {
-        const double inverse = 1.0 / lu[i * n + i];
-        for (k = i + 1; k < n; ++k) {
-            const double factor = lu[i * n + k];
-            if (factor == 0.0) continue;
-            for (j = 0; j < m; ++j) b[i * ldb + j] -= factor * b[k * ldb + j];
-        }
-        for (j = 0; j < m; ++j) b[i * ldb + j] *= inverse;
-    }
+    for (j = 0; j + 2 * SOLVE_COLUMNS <= m; j += 2 * SOLVE_COLUMNS)
+        substitute_columns(n, lu, b + j, ldb, 2 * SOLVE_COLUMNS);
+    for (; j + SOLVE_COLUMNS <= m; j += SOLVE_COLUMNS)
+        substitute_columns(n, lu, b + j, ldb, SOLVE_COLUMNS);
+    if (j < m) substitute_columns(n, lu, b + j, ldb, m - j);
 }
 
 /* scale over the smallest absolute pivot of the n x n LU factors lu: the

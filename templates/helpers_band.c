@@ -18,7 +18,7 @@
    the view a into band storage. Returns 1 where lu_factor would (a pivot not
    larger than SINGULAR_RTOL times the largest absolute entry of the matrix,
    or scale when larger), else 0. */
-static int band_factor(int n, int lower, int upper, view a, const int *rows, const int *cols,
+VECTOR_CLONES static int band_factor(int n, int lower, int upper, view a, const int *rows, const int *cols,
                        double *band, int *pivot, double scale)
 {
     const int width = 2 * lower + upper + 1;
@@ -58,8 +58,8 @@ static int band_factor(int n, int lower, int upper, view a, const int *rows, con
             const double factor = BAND_AT(band, width, lower, i, k) / BAND_AT(band, width, lower, k, k);
             BAND_AT(band, width, lower, i, k) = factor;
             if (factor == 0.0) continue;
-            for (j = k + 1; j <= right; ++j)
-                BAND_AT(band, width, lower, i, j) -= factor * BAND_AT(band, width, lower, k, j);
+            add_multiple(right - k, -factor, &BAND_AT(band, width, lower, k, k + 1),
+                         &BAND_AT(band, width, lower, i, k + 1));
         }
     }
     return 0;
@@ -78,7 +78,7 @@ static void swap_rows(double *b, int ldb, int m, int i, int k)
 
 /* Solve A x = b with band_factor's factors of A, for the n x m right-hand
    side b (row stride ldb), in place. */
-static void band_solve(int n, int lower, int upper, const double *band, const int *pivot,
+VECTOR_CLONES static void band_solve(int n, int lower, int upper, const double *band, const int *pivot,
                        const int *row_swaps, const int *col_swaps, double *b, int ldb, int m)
 {
     const int width = 2 * lower + upper + 1;
@@ -90,7 +90,7 @@ static void band_solve(int n, int lower, int upper, const double *band, const in
         for (i = k + 1; i <= below; ++i) {
             const double factor = BAND_AT(band, width, lower, i, k);
             if (factor == 0.0) continue;
-            for (j = 0; j < m; ++j) b[i * ldb + j] -= factor * b[k * ldb + j];
+            add_multiple(m, -factor, b + k * ldb, b + i * ldb);
         }
     }
     for (i = n - 1; i >= 0; --i) {                                    /* U */
@@ -99,7 +99,7 @@ static void band_solve(int n, int lower, int upper, const double *band, const in
         for (k = i + 1; k <= right; ++k) {
             const double factor = BAND_AT(band, width, lower, i, k);
             if (factor == 0.0) continue;
-            for (j = 0; j < m; ++j) b[i * ldb + j] -= factor * b[k * ldb + j];
+            add_multiple(m, -factor, b + k * ldb, b + i * ldb);
         }
         for (j = 0; j < m; ++j) b[i * ldb + j] *= inverse;
     }

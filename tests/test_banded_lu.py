@@ -28,6 +28,7 @@ STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wshadow"]
 HARNESS = r"""
 #include <float.h>
 #include <math.h>
+#include <string.h>
 #define SINGULAR_RTOL 1e-12
 #define PIVOT_TAU 0.1
 #define RANK_RTOL 1e-9
@@ -120,7 +121,7 @@ def test_banded_solve_matches_numpy(helpers, seed):
     a[np.abs(a) < 1e-300] = 0.0
     if abs(np.linalg.det(a)) < 1e-8:
         a += np.eye(n)     # keep it regular (the pattern's diagonal may be off the band)
-    b = rng.normal(size=(n, 3))
+    b = rng.normal(size=(n, (3, 21)[seed % 2]))     # a remainder of columns, and blocks of them
     status, x = band_solve(helpers, a, b)
     assert status == 0
     np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-9, atol=1e-9 * np.abs(x).max())

@@ -47,27 +47,32 @@ def lane_objects(c_dir, name):
     """Compile the model's C with the lane code beside it, as the pipeline
     does (the lane target of this machine): ``(objects, defines)``; the
     model's object alone (and no defines) where it has no lane code."""
-    from ..compile import C_STANDARD_FLAGS, lane_target
+    from ..compile import C_STANDARD_FLAGS, dense_defines, lane_target
 
     cc, flags = c_flags()
     c_dir = Path(c_dir)
     target = lane_target()
     if target.name == "off" or not (c_dir / f"{name}_lanes.c").exists():
-        compile_object(c_dir / f"{name}.c", c_dir)
+        compile_object(c_dir / f"{name}.c", c_dir, model=True)
         return [c_dir / f"{name}.o"], []
     defines = target.defines(name)
-    run_limited([cc, *flags, *defines, "-c", f"{name}.c", "-o", f"{name}.o"], c_dir, None)
+    run_limited([cc, *flags, *defines, *dense_defines(name), "-c", f"{name}.c", "-o", f"{name}.o"], c_dir, None)
     run_limited([cc, *target.flags, *C_STANDARD_FLAGS, *defines, f"-D{name.upper()}_LANES_SIMD", "-c",
                  f"{name}_lanes.c", "-o", f"{name}_lanes.o"], c_dir, None)
     return [c_dir / f"{name}.o", c_dir / f"{name}_lanes.o"], defines
 
 
-def compile_object(source, work, timeout=None):
-    """``cc <pipeline flags> -c source``: (seconds or None on timeout, object path)."""
+def compile_object(source, work, timeout=None, model=False):
+    """``cc <pipeline flags> -c source``: (seconds or None on timeout, object
+    path); ``model``: the source is a model's C, compiled with the defines
+    the Python module's build gives it (codegen.compile.dense_defines)."""
+    from ..compile import dense_defines
+
     cc, flags = c_flags()
     source = Path(source)
     obj = source.with_suffix(".o")
-    seconds, _ = run_limited([cc, *flags, "-c", source.name, "-o", obj.name], work, timeout)
+    defines = dense_defines(source.stem) if model else []
+    seconds, _ = run_limited([cc, *flags, *defines, "-c", source.name, "-o", obj.name], work, timeout)
     return seconds, obj
 
 

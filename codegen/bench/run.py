@@ -245,7 +245,7 @@ def _bench_model(spec, settings, work, progress):
         variant = casadi_variant(key, label, source, f"{name}_{key}", c_dir, settings, progress, name)
         code[key] = variant["code"]
         variants.append(variant)
-    code["ours"]["compile"], _ = compile_object(c_dir / f"{name}.c", c_dir)
+    code["ours"]["compile"], _ = compile_object(c_dir / f"{name}.c", c_dir, model=True)
     objects, lane_defines = lane_objects(c_dir, name)
 
     points = benchmark_points(module, base_point(module, spec, model_module), seed=settings.seed)

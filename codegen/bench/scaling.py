@@ -142,7 +142,7 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
                 objects.append(obj)
                 casadi_name = f"{name}_casadi"
     say(f"{family} n={n}: timing")
-    compile_object(c_dir / f"{name}.c", c_dir)
+    compile_object(c_dir / f"{name}.c", c_dir, model=True)
     c = run_c_driver(c_dir, name, points, settings, objects, casadi_name, nx=module.nx, nr=module.nr)
     if c.casadi is not None:
         casadi["casadi_us"] = c.casadi[0] * 1e-3

@@ -871,6 +871,13 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  * results, less speed; without -DDISK_LANES_KERNELS, disk_lanes.c
  * is not needed and batches run one point at a time. The Makefile and
  * CMakeLists.txt beside this header do this (LANE_ARCH, LANE_ISA).
+ *
+ * Large models spend their time in the LU factorizations and solves of the
+ * looped stages: compiled with -DDISK_DENSE_CLONES (as the Python module
+ * is), disk.c carries them twice, for AVX2 and the baseline, and glibc
+ * picks one at load time (GCC/Clang target_clones on x86-64; elsewhere the
+ * macro changes nothing). The same results, bit for bit; the object then
+ * needs libgcc's CPU check besides libm.
  */
 /* Points per lane block: the same in every file of a build (the batch
    workspace's size depends on it), including the caller's. 8 by default (one
