@@ -15,7 +15,7 @@
 #define SOLVE_COLUMNS 8
 #if defined(__GNUC__) || defined(__clang__)
 #define FORCE_INLINE static inline __attribute__((always_inline))
-#define UNROLL_COLUMNS _Pragma("GCC unroll 16")
+#define UNROLL_COLUMNS _Pragma("GCC unroll 32")
 #else
 #define FORCE_INLINE static
 #define UNROLL_COLUMNS
@@ -177,8 +177,11 @@ static void copy_view(int rows, int cols, view src, int negate, int accumulate, 
             const double *from = view_row(src, i);
             double *to = view_row(dst, i);
             const int *from_cols = src.cols, *to_cols = dst.cols;
-            if (!from_cols && !to_cols && !negate && !accumulate) {
-                memmove(to, from, (size_t)cols * sizeof(double));
+            if (!negate && !accumulate && !to_cols) {
+                if (from_cols)                    /* the columns of a partition */
+                    for (j = 0; j < cols; ++j) to[j] = from[from_cols[j]];
+                else
+                    memmove(to, from, (size_t)cols * sizeof(double));
                 continue;
             }
             for (j = 0; j < cols; ++j) {
@@ -349,7 +352,7 @@ VECTOR_CLONES static int lu_factor(int n, double *a, int *pivot, double scale)
     return 0;
 }
 
-/* The substitutions of lu_solve on width (<= 2 SOLVE_COLUMNS) columns of b:
+/* The substitutions of lu_solve on width (<= 4 SOLVE_COLUMNS) columns of b:
    each row's running sums stay in registers while the rows above it (below
    it) are subtracted, so an entry takes a load, a multiply and a subtraction
    instead of a load and a store of the sum as well. Each entry sees the same
@@ -359,7 +362,7 @@ VECTOR_CLONES static int lu_factor(int n, double *a, int *pivot, double scale)
    instructions (so it is inlined where the compiler allows forcing it). */
 FORCE_INLINE void substitute_columns(int n, const double *lu, double *b, int ldb, int width)
 {
-    double sum[2 * SOLVE_COLUMNS] = {0.0};
+    double sum[4 * SOLVE_COLUMNS] = {0.0};
     int i, k, c;
     for (i = 1; i < n; ++i) {
         double *row = b + i * ldb;
@@ -387,7 +390,8 @@ FORCE_INLINE void substitute_columns(int n, const double *lu, double *b, int ldb
 }
 
 /* Solve (LU) x = b for the n x m right-hand side b (row stride ldb), in place:
-   the row swaps, then the substitutions SOLVE_COLUMNS columns at a time. */
+   the row swaps, then the substitutions on blocks of 32, 16 and 8 columns and
+   the remainder. */
 VECTOR_CLONES static void lu_solve(int n, const double *lu, const int *pivot, double *b, int ldb, int m)
 {
     int j, k;
@@ -400,7 +404,9 @@ VECTOR_CLONES static void lu_solve(int n, const double *lu, const int *pivot, do
             }
         }
     }
-    for (j = 0; j + 2 * SOLVE_COLUMNS <= m; j += 2 * SOLVE_COLUMNS)
+    for (j = 0; j + 4 * SOLVE_COLUMNS <= m; j += 4 * SOLVE_COLUMNS)
+        substitute_columns(n, lu, b + j, ldb, 4 * SOLVE_COLUMNS);
+    for (; j + 2 * SOLVE_COLUMNS <= m; j += 2 * SOLVE_COLUMNS)
         substitute_columns(n, lu, b + j, ldb, 2 * SOLVE_COLUMNS);
     for (; j + SOLVE_COLUMNS <= m; j += SOLVE_COLUMNS)
         substitute_columns(n, lu, b + j, ldb, SOLVE_COLUMNS);
