@@ -338,8 +338,21 @@ def environment():
     env.filters["c_double"] = _c_double
     env.filters["py"] = repr   # a Python literal
     env.filters["wrap_params"] = _wrap_params
+    env.filters["runs"] = _runs
     env.globals["raise_error"] = _raise_error
     return env
+
+
+def _runs(indices):
+    """Ascending indices as runs of consecutive ones, flat: [start, length,
+    start, length, ...] (the C's zero_runs: a block's structural zeros)."""
+    flat = []
+    for index in indices:
+        if flat and flat[-2] + flat[-1] == index:
+            flat[-1] += 1
+        else:
+            flat += [index, 1]
+    return flat
 
 
 def _array_size(shape, prefix):

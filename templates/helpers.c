@@ -75,12 +75,13 @@ static int all_finite(const double *a, int count)
     return (s0 + s1) + (s2 + s3) == 0.0;
 }
 
-/* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
-   non-zeros were written by straight-line code. */
-static void zero_at(double *a, const int *index, int count)
+/* a[start .. start + length) = 0 for the count runs (start, length) of runs:
+   the structural zeros of a block whose non-zeros were written by
+   straight-line code (a block with few non-zeros: a few long runs). */
+static void zero_runs(double *a, const int *runs, int count)
 {
     int k;
-    for (k = 0; k < count; ++k) a[index[k]] = 0.0;
+    for (k = 0; k < count; ++k) fill_zero(a + runs[2 * k], runs[2 * k + 1]);
 }
 
 static double norm_inf(const double *a, int count)
@@ -410,7 +411,10 @@ VECTOR_CLONES static void lu_solve(int n, const double *lu, const int *pivot, do
         substitute_columns(n, lu, b + j, ldb, 2 * SOLVE_COLUMNS);
     for (; j + SOLVE_COLUMNS <= m; j += SOLVE_COLUMNS)
         substitute_columns(n, lu, b + j, ldb, SOLVE_COLUMNS);
-    if (j < m) substitute_columns(n, lu, b + j, ldb, m - j);
+    if (j + 1 == m)
+        substitute_columns(n, lu, b + j, ldb, 1);       /* one column (ud*, B'): no column loop */
+    else if (j < m)
+        substitute_columns(n, lu, b + j, ldb, m - j);
 }
 
 /* scale over the smallest absolute pivot of the n x n LU factors lu: the

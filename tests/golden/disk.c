@@ -103,18 +103,18 @@ const int disk_default_dependent_u[NV + 1] = { 3, 4, 5, -1 };
 static const int default_independent_q[NQI + 1] = { 0, 1, 2, 3, 4, -1 };
 static const int default_independent_u[NUI + 1] = { 0, 1, 2, -1 };
 
-/* Positions of the structural zeros of the sparse blocks. */
-static const int zeros_J_c[4] = { 0, 2, 3, 4 };
-static const int zeros_J_vq[16] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17 };
-static const int zeros_B_v[12] = { 0, 2, 4, 5, 7, 8, 9, 11, 12, 14, 15, 16 };
-static const int zeros_M_qq[29] = { 0, 2, 3, 4, 5, 7, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 22, 23, 24, 25, 26, 27, 29, 30, 31, 32, 33, 34 };
-static const int zeros_M_uu[63] = { 0, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17, 18, 20, 21, 22, 24, 25, 26, 28, 29, 30, 31, 32, 33, 35, 36, 38, 39, 40, 41, 43, 45, 46, 48, 49, 50, 51, 52, 53, 54, 55, 56, 58, 59, 61, 62, 63, 64, 65, 66, 68, 69, 71, 72, 73, 74, 75, 76, 78, 79 };
-static const int zeros_speed_residual[2] = { 1, 4 };
-static const int zeros_A_qq[29] = { 0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 14, 15, 16, 17, 20, 21, 22, 23, 26, 27, 28, 29, 30, 32, 33, 34, 35 };
-static const int zeros_A_qu[28] = { 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 15, 16, 17, 20, 21, 22, 23, 26, 27, 28, 29, 31, 32, 33, 34, 35 };
-static const int zeros_M_uq[52] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53 };
-static const int zeros_A_uq[41] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18, 21, 22, 23, 24, 25, 27, 28, 29, 30, 33, 34, 35, 36, 39, 40, 41, 42, 45, 46, 47, 48, 51, 52, 53 };
-static const int zeros_A_uu[32] = { 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 21, 22, 23, 24, 25, 26, 27, 28, 29, 33, 34, 35, 39, 43, 46, 53 };
+/* The structural zeros of the sparse blocks: runs of positions (start, length). */
+static const int zeros_J_c[4] = { 0, 1, 2, 3 };
+static const int zeros_J_vq[6] = { 0, 2, 3, 11, 15, 3 };
+static const int zeros_B_v[12] = { 0, 1, 2, 1, 4, 2, 7, 3, 11, 2, 14, 3 };
+static const int zeros_M_qq[14] = { 0, 1, 2, 4, 7, 1, 9, 3, 13, 8, 22, 6, 29, 6 };
+static const int zeros_M_uu[36] = { 0, 1, 2, 1, 4, 5, 10, 3, 14, 5, 20, 3, 24, 3, 28, 6, 35, 2, 38, 4, 43, 1, 45, 2, 48, 9, 58, 2, 61, 6, 68, 2, 71, 6, 78, 2 };
+static const int zeros_speed_residual[4] = { 1, 1, 4, 1 };
+static const int zeros_A_qq[12] = { 0, 7, 8, 5, 14, 4, 20, 4, 26, 5, 32, 4 };
+static const int zeros_A_qu[12] = { 1, 6, 8, 6, 15, 3, 20, 4, 26, 4, 31, 5 };
+static const int zeros_M_uq[6] = { 0, 2, 3, 11, 15, 39 };
+static const int zeros_A_uq[18] = { 0, 2, 3, 11, 15, 4, 21, 5, 27, 4, 33, 4, 39, 4, 45, 4, 51, 3 };
+static const int zeros_A_uu[18] = { 0, 1, 2, 11, 14, 4, 21, 9, 33, 3, 39, 1, 43, 1, 46, 1, 53, 1 };
 
 /* DISK_DENSE_CLONES: the LU kernels also compiled for AVX2, chosen at load
    time on glibc/x86-64 (see below; the same results) */
@@ -198,12 +198,13 @@ static int all_finite(const double *a, int count)
     return (s0 + s1) + (s2 + s3) == 0.0;
 }
 
-/* a[index[k]] = 0 for the count indices: the structural zeros of a block whose
-   non-zeros were written by straight-line code. */
-static void zero_at(double *a, const int *index, int count)
+/* a[start .. start + length) = 0 for the count runs (start, length) of runs:
+   the structural zeros of a block whose non-zeros were written by
+   straight-line code (a block with few non-zeros: a few long runs). */
+static void zero_runs(double *a, const int *runs, int count)
 {
     int k;
-    for (k = 0; k < count; ++k) a[index[k]] = 0.0;
+    for (k = 0; k < count; ++k) fill_zero(a + runs[2 * k], runs[2 * k + 1]);
 }
 
 static double norm_inf(const double *a, int count)
@@ -533,7 +534,10 @@ VECTOR_CLONES static void lu_solve(int n, const double *lu, const int *pivot, do
         substitute_columns(n, lu, b + j, ldb, 2 * SOLVE_COLUMNS);
     for (; j + SOLVE_COLUMNS <= m; j += SOLVE_COLUMNS)
         substitute_columns(n, lu, b + j, ldb, SOLVE_COLUMNS);
-    if (j < m) substitute_columns(n, lu, b + j, ldb, m - j);
+    if (j + 1 == m)
+        substitute_columns(n, lu, b + j, ldb, 1);       /* one column (ud*, B'): no column loop */
+    else if (j < m)
+        substitute_columns(n, lu, b + j, ldb, m - j);
 }
 
 /* scale over the smallest absolute pivot of the n x n LU factors lu: the
@@ -1442,7 +1446,7 @@ static int straight_line_kinematic_rates(disk_workspace *w)
 /* qd*: the general path */
 static int general_kinematic_rates(disk_workspace *w)
 {
-    zero_at(w->M_qq, zeros_M_qq, 29);
+    zero_runs(w->M_qq, zeros_M_qq, 7);
     /* M_qq */
     if (lu_factor(NQ, w->M_qq, w->pivot_qq, 0.0))
         return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
@@ -1590,8 +1594,8 @@ static int straight_line_dynamic_rates(disk_workspace *w)
 /* ud* (and the multipliers): the general path */
 static int general_dynamic_rates(disk_workspace *w)
 {
-    zero_at(w->M_uu, zeros_M_uu, 63);
-    zero_at(w->speed_residual, zeros_speed_residual, 2);
+    zero_runs(w->M_uu, zeros_M_uu, 18);
+    zero_runs(w->speed_residual, zeros_speed_residual, 2);
     /* M_uu = [M_uuc; M_uud] */
     if (lu_factor(NW, w->M_uu, w->pivot_uu, 0.0))
         return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
@@ -1631,7 +1635,7 @@ static int evaluate_point(disk_workspace *w, double t, const double *q, const do
 static int factor_kinematic_rates(disk_workspace *w)
 {
     if (w->straight_line_kinematic_rates) {
-        zero_at(w->M_qq, zeros_M_qq, 29);
+        zero_runs(w->M_qq, zeros_M_qq, 7);
         /* M_qq */
         if (lu_factor(NQ, w->M_qq, w->pivot_qq, 0.0))
             return unless_nonfinite(w->M_qq, NQ * NQ, DISK_ERR_SINGULAR_M_QQ);
@@ -1645,8 +1649,8 @@ static int factor_kinematic_rates(disk_workspace *w)
 static int factor_dynamic_rates(disk_workspace *w)
 {
     if (w->straight_line_dynamic_rates) {
-        zero_at(w->M_uu, zeros_M_uu, 63);
-        zero_at(w->speed_residual, zeros_speed_residual, 2);
+        zero_runs(w->M_uu, zeros_M_uu, 18);
+        zero_runs(w->speed_residual, zeros_speed_residual, 2);
         /* M_uu = [M_uuc; M_uud] */
         if (lu_factor(NW, w->M_uu, w->pivot_uu, 0.0))
             return unless_nonfinite(w->M_uu, NW * NW, DISK_ERR_SINGULAR_M_UU);
@@ -2947,7 +2951,7 @@ static int general_descriptor(disk_full_workspace *fw, double t, const double *q
     zero_view(NDESC, NR, make_view(B, NR, 0, 0, 0));
     /* M_qq again: its factors replaced it */
     evaluate_kinematics(w, t, q, u, r, p);
-    zero_at(w->M_qq, zeros_M_qq, 29);
+    zero_runs(w->M_qq, zeros_M_qq, 7);
     /* kinematic rows */
     copy_view(NQ, NQ, make_view(w->M_qq, NQ, 0, 0, 0), 0, 0, make_view(E, NDESC, 0, 0, 0));
     product_view(NQ, NQ, NC, make_view(w->M_qq, NQ, 0, 0, 0),
@@ -3056,11 +3060,11 @@ static int general_equilibrium_jacobian(disk_full_workspace *fw, double t, const
         /* the multipliers shifted by a */
         copy_view(NL, 1, make_view(fw->normal, 1, 0, 0, 0), 0, 1, make_view(w->ud + NU * 1, 1, 0, 0, 0));
         evaluate_jacobians(w, t, q, u, r, p);
-        zero_at(w->A_qq, zeros_A_qq, 29);
-        zero_at(w->A_qu, zeros_A_qu, 28);
-        zero_at(w->M_uq, zeros_M_uq, 52);
-        zero_at(w->A_uq, zeros_A_uq, 41);
-        zero_at(w->A_uu, zeros_A_uu, 32);
+        zero_runs(w->A_qq, zeros_A_qq, 6);
+        zero_runs(w->A_qu, zeros_A_qu, 6);
+        zero_runs(w->M_uq, zeros_M_uq, 3);
+        zero_runs(w->A_uq, zeros_A_uq, 9);
+        zero_runs(w->A_uu, zeros_A_uu, 9);
         copy_view(NL, 1, make_view(fw->normal, 1, 0, 0, 0), 1, 1, make_view(w->ud + NU * 1, 1, 0, 0, 0));
         /* G_q - C = G_q - (A_uq(lambda*) - A_uq(lambda* + a)) */
         copy_view(NU, NQ, make_view(fw->turning, NQ, 0, 0, 0), 1, 1, make_view(fw->rates_identity + NQ * NS, NS, 0, 0, 0));
@@ -3081,14 +3085,14 @@ static int partition_solution(disk_workspace *w, double t, const double *q, cons
     int status = factor_kinematic_rates(w);
     if (status == DISK_OK) status = factor_dynamic_rates(w);
     if (status != DISK_OK) return status;
-    zero_at(w->J_c, zeros_J_c, 4);
-    zero_at(w->J_vq, zeros_J_vq, 16);
-    zero_at(w->B_v, zeros_B_v, 12);
-    zero_at(w->A_qq, zeros_A_qq, 29);
-    zero_at(w->A_qu, zeros_A_qu, 28);
-    zero_at(w->M_uq, zeros_M_uq, 52);
-    zero_at(w->A_uq, zeros_A_uq, 41);
-    zero_at(w->A_uu, zeros_A_uu, 32);
+    zero_runs(w->J_c, zeros_J_c, 2);
+    zero_runs(w->J_vq, zeros_J_vq, 3);
+    zero_runs(w->B_v, zeros_B_v, 6);
+    zero_runs(w->A_qq, zeros_A_qq, 6);
+    zero_runs(w->A_qu, zeros_A_qu, 6);
+    zero_runs(w->M_uq, zeros_M_uq, 3);
+    zero_runs(w->A_uq, zeros_A_uq, 9);
+    zero_runs(w->A_uu, zeros_A_uu, 9);
     status = general_partition(w, t, q, u, r, p);
     if (status != DISK_OK) return status;
     return general_solution(w, t, q, u, r, p, A, B, A_full, B_full);
@@ -3103,9 +3107,9 @@ static int complete_coordinates(disk_workspace *w, double t, double *q, const do
     for (iteration = 0;; ++iteration) {
         evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
         evaluate_constraint_jacobians(w, t, q, u, r, p);
-        zero_at(w->J_c, zeros_J_c, 4);
-        zero_at(w->J_vq, zeros_J_vq, 16);
-        zero_at(w->B_v, zeros_B_v, 12);
+        zero_runs(w->J_c, zeros_J_c, 2);
+        zero_runs(w->J_vq, zeros_J_vq, 3);
+        zero_runs(w->B_v, zeros_B_v, 6);
         if (!all_finite(w->f_c, NC)) return DISK_ERR_NONFINITE_RESULT;
         if (norm_inf(w->f_c, NC) <= tol) {
             /* large at a multiple root, where Newton converges slowly and
@@ -3163,9 +3167,9 @@ static int null_space_point(disk_local_workspace *lw, double t, const double *q,
     int status;
     evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
     evaluate_constraint_jacobians(w, t, q, u, r, p);
-    zero_at(w->J_c, zeros_J_c, 4);
-    zero_at(w->J_vq, zeros_J_vq, 16);
-    zero_at(w->B_v, zeros_B_v, 12);
+    zero_runs(w->J_c, zeros_J_c, 2);
+    zero_runs(w->J_vq, zeros_J_vq, 3);
+    zero_runs(w->B_v, zeros_B_v, 6);
     status = check_constraints(w, tol);
     if (status == DISK_OK && (!all_finite(w->J_c, NC * NQ) || !all_finite(w->J_vq, NV * NQ)
                                     || !all_finite(w->B_v, NV * NU)))
@@ -3177,17 +3181,17 @@ static int null_space_point(disk_local_workspace *lw, double t, const double *q,
     if (status == DISK_OK) status = factor_kinematic_rates(w);
     if (status != DISK_OK) return status;
     evaluate_dynamics(w, t, q, u, r, p);
-    zero_at(w->M_uu, zeros_M_uu, 63);
-    zero_at(w->speed_residual, zeros_speed_residual, 2);
+    zero_runs(w->M_uu, zeros_M_uu, 18);
+    zero_runs(w->speed_residual, zeros_speed_residual, 2);
     if (!all_finite(w->M_uu, NW * NW)) return NONFINITE_RESULT;
     status = general_null_space_rates(lw, t, q, u, r, p);
     if (status != DISK_OK) return status;
     evaluate_jacobians(w, t, q, u, r, p);
-    zero_at(w->A_qq, zeros_A_qq, 29);
-    zero_at(w->A_qu, zeros_A_qu, 28);
-    zero_at(w->M_uq, zeros_M_uq, 52);
-    zero_at(w->A_uq, zeros_A_uq, 41);
-    zero_at(w->A_uu, zeros_A_uu, 32);
+    zero_runs(w->A_qq, zeros_A_qq, 6);
+    zero_runs(w->A_qu, zeros_A_qu, 6);
+    zero_runs(w->M_uq, zeros_M_uq, 3);
+    zero_runs(w->A_uq, zeros_A_uq, 9);
+    zero_runs(w->A_uu, zeros_A_uu, 9);
     return DISK_OK;
 }
 
@@ -3309,9 +3313,9 @@ static int run_constraint_jacobians(disk_workspace *w, double t, const double *q
     
     (void)t; (void)q; (void)u; (void)r; (void)p;
     evaluate_constraint_jacobians(w, t, q, u, r, p);
-    zero_at(w->J_c, zeros_J_c, 4);
-    zero_at(w->J_vq, zeros_J_vq, 16);
-    zero_at(w->B_v, zeros_B_v, 12);
+    zero_runs(w->J_c, zeros_J_c, 2);
+    zero_runs(w->J_vq, zeros_J_vq, 3);
+    zero_runs(w->B_v, zeros_B_v, 6);
     return DISK_OK;
 }
 
@@ -3551,17 +3555,17 @@ int disk_sensitivities(double t, const double *q, const double *u, const double 
     if (status != DISK_OK) return status;
     (void)C; (void)D;
     /* the tangents' structural zeros (never written) */
-    zero_at(sw->d_J_c, zeros_J_c, 4);
-    zero_at(sw->d_J_vq, zeros_J_vq, 16);
-    zero_at(sw->d_B_v, zeros_B_v, 12);
-    zero_at(sw->d_M_qq, zeros_M_qq, 29);
-    zero_at(sw->d_M_uu, zeros_M_uu, 63);
-    zero_at(sw->d_speed_residual, zeros_speed_residual, 2);
-    zero_at(sw->d_A_qq, zeros_A_qq, 29);
-    zero_at(sw->d_A_qu, zeros_A_qu, 28);
-    zero_at(sw->d_M_uq, zeros_M_uq, 52);
-    zero_at(sw->d_A_uq, zeros_A_uq, 41);
-    zero_at(sw->d_A_uu, zeros_A_uu, 32);
+    zero_runs(sw->d_J_c, zeros_J_c, 2);
+    zero_runs(sw->d_J_vq, zeros_J_vq, 3);
+    zero_runs(sw->d_B_v, zeros_B_v, 6);
+    zero_runs(sw->d_M_qq, zeros_M_qq, 7);
+    zero_runs(sw->d_M_uu, zeros_M_uu, 18);
+    zero_runs(sw->d_speed_residual, zeros_speed_residual, 2);
+    zero_runs(sw->d_A_qq, zeros_A_qq, 6);
+    zero_runs(sw->d_A_qu, zeros_A_qu, 6);
+    zero_runs(sw->d_M_uq, zeros_M_uq, 3);
+    zero_runs(sw->d_A_uq, zeros_A_uq, 9);
+    zero_runs(sw->d_A_uu, zeros_A_uu, 9);
     for (j = 0; j < NSENS; ++j) {
         /* the direction of parameter j; the dependent coordinates and speeds
            from the residuals' tangents with the others held */
@@ -3667,9 +3671,9 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
     if (status != DISK_OK) return status;
     if (sigma && w->chart == STRAIGHT_LINE_CHART) {
         /* the straight-line code left the structural zeros unwritten */
-        zero_at(w->J_c, zeros_J_c, 4);
-        zero_at(w->J_vq, zeros_J_vq, 16);
-        zero_at(w->B_v, zeros_B_v, 12);
+        zero_runs(w->J_c, zeros_J_c, 2);
+        zero_runs(w->J_vq, zeros_J_vq, 3);
+        zero_runs(w->B_v, zeros_B_v, 6);
         general_constraint_singular_values(lw, t, q, u, r, p);
     }
     report_ranks(lw, ranks, sigma);
@@ -3701,9 +3705,9 @@ int disk_constraint_singular_values(double t, const double *q, const double *u, 
     w->rank_tol = rank_rtol(rank_tol);
     evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
     evaluate_constraint_jacobians(w, t, q, u, r, p);
-    zero_at(w->J_c, zeros_J_c, 4);
-    zero_at(w->J_vq, zeros_J_vq, 16);
-    zero_at(w->B_v, zeros_B_v, 12);
+    zero_runs(w->J_c, zeros_J_c, 2);
+    zero_runs(w->J_vq, zeros_J_vq, 3);
+    zero_runs(w->B_v, zeros_B_v, 6);
     if (!all_finite(w->J_c, NC * NQ) || !all_finite(w->B_v, NV * NU)) return NONFINITE_RESULT;
     general_constraint_singular_values(lw, t, q, u, r, p);
     report_ranks(lw, ranks, sigma);
@@ -3732,9 +3736,9 @@ int disk_automatic_partition(double t, const double *q, const double *u, const d
     w->keep_default = keep_default != 0;
     evaluate_residuals(t, q, u, p, w->f_c, w->f_v, w->carried);
     evaluate_constraint_jacobians(w, t, q, u, r, p);
-    zero_at(w->J_c, zeros_J_c, 4);
-    zero_at(w->J_vq, zeros_J_vq, 16);
-    zero_at(w->B_v, zeros_B_v, 12);
+    zero_runs(w->J_c, zeros_J_c, 2);
+    zero_runs(w->J_vq, zeros_J_vq, 3);
+    zero_runs(w->B_v, zeros_B_v, 6);
     if (!all_finite(w->J_c, NC * NQ) || !all_finite(w->B_v, NV * NU)) return NONFINITE_RESULT;
     general_default_conditions(w, t, q, u, r, p);
     if (w->keep_default && w->condition[0] <= 1.0 / CONDITION_RTOL && w->condition[1] <= 1.0 / CONDITION_RTOL
@@ -3939,9 +3943,9 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
         /* the straight-line code ran (the default partition), so J_c and B_v
            are evaluated and the estimates were not needed: make them now */
         set_partition(0, 0, w);
-        zero_at(w->J_c, zeros_J_c, 4);
-        zero_at(w->J_vq, zeros_J_vq, 16);
-        zero_at(w->B_v, zeros_B_v, 12);
+        zero_runs(w->J_c, zeros_J_c, 2);
+        zero_runs(w->J_vq, zeros_J_vq, 3);
+        zero_runs(w->B_v, zeros_B_v, 6);
         general_partition_conditions(w, 0.0, 0, 0, 0, 0);
     }
     condition[0] = w->condition[0];
