@@ -81,7 +81,17 @@ static int all_finite(const double *a, int count)
 static void zero_runs(double *a, const int *runs, int count)
 {
     int k;
-    for (k = 0; k < count; ++k) fill_zero(a + runs[2 * k], runs[2 * k + 1]);
+    for (k = 0; k < count; ++k) {
+        double *start = a + runs[2 * k];
+        const int length = runs[2 * k + 1];
+        if (length >= SOLVE_COLUMNS) {
+            fill_zero(start, length);     /* (a call of memset, where the compiler makes it one) */
+        } else {
+            int j;
+            UNROLL_COLUMNS for (j = 0; j < SOLVE_COLUMNS; ++j)
+                if (j < length) start[j] = 0.0;
+        }
+    }
 }
 
 static double norm_inf(const double *a, int count)
@@ -179,9 +189,15 @@ static void copy_view(int rows, int cols, view src, int negate, int accumulate, 
             double *to = view_row(dst, i);
             const int *from_cols = src.cols, *to_cols = dst.cols;
             if (!negate && !accumulate && !to_cols) {
-                if (from_cols)                    /* the columns of a partition */
-                    for (j = 0; j < cols; ++j) to[j] = from[from_cols[j]];
-                else
+                if (from_cols) {                  /* the columns of a partition */
+                    for (j = 0; j + 4 <= cols; j += 4) {
+                        to[j] = from[from_cols[j]];
+                        to[j + 1] = from[from_cols[j + 1]];
+                        to[j + 2] = from[from_cols[j + 2]];
+                        to[j + 3] = from[from_cols[j + 3]];
+                    }
+                    for (; j < cols; ++j) to[j] = from[from_cols[j]];
+                } else
                     memmove(to, from, (size_t)cols * sizeof(double));
                 continue;
             }

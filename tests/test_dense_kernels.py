@@ -130,6 +130,12 @@ void test_copy(int rows, int cols, const double *src, int lds, const int *src_ro
               make_view(dst, ldd, dst_rows, dst_cols, 0));
 }
 
+void test_zero_runs(double *a, const int *runs, int count);
+void test_zero_runs(double *a, const int *runs, int count)
+{
+    zero_runs(a, runs, count);
+}
+
 int test_is_finite(int rows, int cols, const double *a, int ld, const int *a_rows, const int *a_cols,
                    int transposed);
 int test_is_finite(int rows, int cols, const double *a, int ld, const int *a_rows, const int *a_cols,
@@ -303,3 +309,18 @@ def test_finite_checks_through_views(kernels):
     assert kernels.test_is_finite(6, 9, _p(b), 10, None, None, 0) == 1
     assert kernels.test_is_finite(2, 10, _p(b), 10, _ints([0, 5]), None, 0) == 1
     assert kernels.test_is_finite(2, 10, _p(b), 10, _ints([0, 3]), None, 0) == 0
+
+
+def test_structural_zeros_are_cleared_as_runs(kernels):
+    """A block's structural zeros, as the generator's runs (start, length):
+    short runs and long ones; nothing else is touched."""
+    from codegen.emit import _runs
+
+    rng = np.random.default_rng(2)
+    zeros = sorted({0, 1, 2, 5, *range(9, 16), *range(20, 28), *range(30, 61), 63})
+    runs = _runs(zeros)
+    assert runs[:6] == [0, 3, 5, 1, 9, 7]
+    a = rng.normal(size=64) + 10.0
+    kernels.test_zero_runs(_p(a), _ints(runs), len(runs) // 2)
+    expected = np.where(np.isin(np.arange(64), zeros), 0.0, a)
+    assert np.array_equal(a, expected) and np.count_nonzero(a) == 64 - len(zeros)
