@@ -80,6 +80,7 @@ def wrapper_optimization_flags():
                          f"{', '.join(WRAPPER_OPTIMIZATION_LEVELS)} (unset: {WRAPPER_OPTIMIZATION_FLAGS[0]})")
     return [wanted]
 
+
 def dense_defines(name):
     """-D flags of the model's C in the Python module: the LU kernels of the
     looped stages also compiled for AVX2 (templates/helpers.c, DENSE_CLONES;

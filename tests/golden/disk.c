@@ -131,11 +131,11 @@ static const int zeros_A_uu[18] = { 0, 1, 2, 11, 14, 4, 21, 9, 33, 3, 39, 1, 43,
 
 /* ---- small dense linear algebra on row-major arrays ---------------------- */
 
-/* Loops over SOLVE_COLUMNS consecutive entries (a constant trip count) are
+/* Loops over BLOCK_COLUMNS consecutive entries (a constant trip count) are
    unrolled where the compiler takes the hint, so that plain -O2 keeps their
    values in (vector) registers; a helper called with a constant width is
    inlined where the compiler allows forcing it. */
-#define SOLVE_COLUMNS 8
+#define BLOCK_COLUMNS 8
 #if defined(__GNUC__) || defined(__clang__)
 #define FORCE_INLINE static inline __attribute__((always_inline))
 #define UNROLL_COLUMNS _Pragma("GCC unroll 32")
@@ -165,12 +165,8 @@ static const int zeros_A_uu[18] = { 0, 1, 2, 11, 14, 4, 21, 9, 33, 3, 39, 1, 43,
 FORCE_INLINE void add_multiple(int count, double factor, const double *restrict x, double *restrict y)
 {
     int j = 0, c;
-    for (; j + SOLVE_COLUMNS <= count; j += SOLVE_COLUMNS)
-        UNROLL_COLUMNS for (c = 0; c < SOLVE_COLUMNS; ++c) y[j + c] += factor * x[j + c];
-    if (j + SOLVE_COLUMNS / 2 <= count) {
-        UNROLL_COLUMNS for (c = 0; c < SOLVE_COLUMNS / 2; ++c) y[j + c] += factor * x[j + c];
-        j += SOLVE_COLUMNS / 2;
-    }
+    for (; j + BLOCK_COLUMNS <= count; j += BLOCK_COLUMNS)
+        UNROLL_COLUMNS for (c = 0; c < BLOCK_COLUMNS; ++c) y[j + c] += factor * x[j + c];
     for (; j < count; ++j) y[j] += factor * x[j];
 }
 
@@ -207,11 +203,11 @@ static void zero_runs(double *a, const int *runs, int count)
     for (k = 0; k < count; ++k) {
         double *start = a + runs[2 * k];
         const int length = runs[2 * k + 1];
-        if (length >= SOLVE_COLUMNS) {
+        if (length >= BLOCK_COLUMNS) {
             fill_zero(start, length);     /* (a call of memset, where the compiler makes it one) */
         } else {
             int j;
-            UNROLL_COLUMNS for (j = 0; j < SOLVE_COLUMNS; ++j)
+            UNROLL_COLUMNS for (j = 0; j < BLOCK_COLUMNS; ++j)
                 if (j < length) start[j] = 0.0;
         }
     }
@@ -285,7 +281,6 @@ static int view_is_finite(int rows, int cols, view v)
 {
     double sum = 0.0;
     int i, j;
-    if (!v.rows && !v.cols && !v.transposed && v.ld == cols) return all_finite(v.data, rows * cols);
     if (!v.transposed && !v.cols) {
         for (i = 0; i < rows; ++i)
             if (!all_finite(view_row(v, i), cols)) return 0;
@@ -492,7 +487,7 @@ VECTOR_CLONES static int lu_factor(int n, double *a, int *pivot, double scale)
     return 0;
 }
 
-/* The substitutions of lu_solve on width (<= 4 SOLVE_COLUMNS) columns of b:
+/* The substitutions of lu_solve on width (<= 4 BLOCK_COLUMNS) columns of b:
    each row's running sums stay in registers while the rows above it (below
    it) are subtracted, so an entry takes a load, a multiply and a subtraction
    instead of a load and a store of the sum as well. Each entry sees the same
@@ -502,7 +497,7 @@ VECTOR_CLONES static int lu_factor(int n, double *a, int *pivot, double scale)
    instructions (so it is inlined where the compiler allows forcing it). */
 FORCE_INLINE void substitute_columns(int n, const double *lu, double *b, int ldb, int width)
 {
-    double sum[4 * SOLVE_COLUMNS] = {0.0};
+    double sum[4 * BLOCK_COLUMNS] = {0.0};
     int i, k, c;
     for (i = 1; i < n; ++i) {
         double *row = b + i * ldb;
@@ -544,12 +539,12 @@ VECTOR_CLONES static void lu_solve(int n, const double *lu, const int *pivot, do
             }
         }
     }
-    for (j = 0; j + 4 * SOLVE_COLUMNS <= m; j += 4 * SOLVE_COLUMNS)
-        substitute_columns(n, lu, b + j, ldb, 4 * SOLVE_COLUMNS);
-    for (; j + 2 * SOLVE_COLUMNS <= m; j += 2 * SOLVE_COLUMNS)
-        substitute_columns(n, lu, b + j, ldb, 2 * SOLVE_COLUMNS);
-    for (; j + SOLVE_COLUMNS <= m; j += SOLVE_COLUMNS)
-        substitute_columns(n, lu, b + j, ldb, SOLVE_COLUMNS);
+    for (j = 0; j + 4 * BLOCK_COLUMNS <= m; j += 4 * BLOCK_COLUMNS)
+        substitute_columns(n, lu, b + j, ldb, 4 * BLOCK_COLUMNS);
+    for (; j + 2 * BLOCK_COLUMNS <= m; j += 2 * BLOCK_COLUMNS)
+        substitute_columns(n, lu, b + j, ldb, 2 * BLOCK_COLUMNS);
+    for (; j + BLOCK_COLUMNS <= m; j += BLOCK_COLUMNS)
+        substitute_columns(n, lu, b + j, ldb, BLOCK_COLUMNS);
     if (j + 1 == m)
         substitute_columns(n, lu, b + j, ldb, 1);       /* one column (ud*, B'): no column loop */
     else if (j < m)
