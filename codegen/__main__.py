@@ -445,7 +445,7 @@ def command_scaling(args):
                 family=args.model,
                 batch_size=args.batch, progress=terminal_progress() or _plain_progress,
                 casadi_limit=args.casadi_limit if args.casadi else None,
-                out=lambda text: print(text, flush=True))
+                against=args.against, out=lambda text: print(text, flush=True))
     return 0
 
 
@@ -646,6 +646,10 @@ def main(argv=None):
                        "mathematics: size, generation and compile time, time per call")
     scale.add_argument("--casadi-limit", type=_seconds, default=300.0, metavar="SECONDS",
                        help="time limit of CasADi's generation and of its compilation (default 300)")
+    scale.add_argument("--against", metavar="REV",
+                       help="also build each size with the project at git revision REV (its own "
+                       "code, in a subprocess) and time both C functions alternately: the "
+                       "speed-up per point over REV")
     scale.set_defaults(run=command_scaling, parser=scale)
 
     equilibria = commands.add_parser(

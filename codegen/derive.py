@@ -48,6 +48,7 @@ from .errors import ModelError
 from .model import multipliers
 from .partition import complement
 from .printer import ModelCodePrinter, unprintable
+from .subexpressions import replace as _replace
 
 
 @dataclass
@@ -118,32 +119,6 @@ def _plain_symbols(prefix, count):
 
 def _zero_at(matrix, symbols):
     return _replace(matrix, {s: sm.S.Zero for s in symbols})
-
-
-def _replace(matrix, rule):
-    """``matrix.xreplace(rule)``, each distinct subexpression rewritten once
-    (SymPy's xreplace rewrites a subexpression again wherever it is shared:
-    a third of the derivation of the 32-link chain)."""
-    done = {}
-
-    def walk(node):
-        try:
-            return done[node]
-        except KeyError:
-            pass
-        if node in rule:
-            result = rule[node]
-        elif not node.args:
-            result = node
-        else:
-            args = [walk(arg) if isinstance(arg, sm.Basic) else arg for arg in node.args]
-            changed = any(new is not old for new, old in zip(args, node.args))
-            result = node.func(*args) if changed else node
-        done[node] = result
-        return result
-
-    matrix = sm.Matrix(matrix)
-    return sm.Matrix(matrix.rows, matrix.cols, [walk(entry) for entry in matrix])
 
 
 def _check_free(label, matrix, allowed, model_name):

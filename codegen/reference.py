@@ -74,8 +74,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import sympy as sm
-from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols, msubs
+from sympy.physics.mechanics import dynamicsymbols, msubs
 
+from . import subexpressions
 from . import sympy_adapter as adapter
 from .partition import complement
 
@@ -106,14 +107,23 @@ class PlainSymbols:
 
     def lambdify(self, args, matrices, label):
         """``sympy.lambdify(args, matrices, cse=True)`` after replacing the
-        dynamic symbols; refuses symbols that are not among ``args``."""
+        dynamic symbols; refuses symbols that are not among ``args``. The
+        replacement and the check visit each distinct subexpression once, and
+        lambdify gets a list (no walk of the trees for the namespace's
+        symbols) without implemented functions (``use_imps=False``: none
+        would be printable as C anyway): on the bicycle's mass_matrix_full and
+        forcing_full the tree walks cost minutes."""
         allowed = {args[0]}.union(*map(set, args[1:]))
-        plain = [sm.Matrix(m).xreplace(self.mapping) for m in matrices]
-        extra = set().union(*(e.free_symbols for m in plain for e in m)) - allowed
+        done = {}
+        plain = [subexpressions.replace(m, self.mapping, done) for m in matrices]
+        extra = subexpressions.free_symbols(plain) - allowed
         if extra:
             raise ValueError(f"{label} holds symbols that are neither states, inputs nor "
                              f"parameters: {sorted(map(str, extra))}")
-        return sm.lambdify(args, plain if len(plain) > 1 else plain[0], "numpy", cse=True)
+        function = sm.lambdify(args, plain, "numpy", cse=True, use_imps=False)
+        if len(plain) > 1:
+            return function
+        return lambda *values: function(*values)[0]
 
 
 class KaneReference:
@@ -140,7 +150,8 @@ class KaneReference:
         if inputs is None:
             fr, frstar = adapter.fr_frstar(kane)
             states = set(self.q) | set(self.u) | set(self.qd) | set(self.ud)
-            inputs = sorted(find_dynamicsymbols(fr + frstar, exclude=states), key=sm.default_sort_key)
+            inputs = sorted(subexpressions.dynamic_symbols([fr + frstar], exclude=states),
+                            key=sm.default_sort_key)
         self.inputs = list(inputs)
         self.nq, self.nu, self.nr = len(self.q), len(self.u), len(self.inputs)
         self.nc, self.nv = len(self.q_dep), len(self.u_dep)
@@ -161,8 +172,8 @@ class KaneReference:
         if self._equations is not None:
             return self._equations
         mass, forcing = self.kane.mass_matrix_full, self.kane.forcing_full
-        if find_dynamicsymbols(forcing.row_join(mass),
-                               exclude=set(self.q) | set(self.u) | set(self.inputs)):
+        if subexpressions.dynamic_symbols([forcing, mass],
+                                          exclude=set(self.q) | set(self.u) | set(self.inputs)):
             kindiff = self.kane.kindiffdict()
             mass, forcing = msubs(mass, kindiff), msubs(forcing, kindiff)
         f_c = adapter.configuration_constraints(self.kane)

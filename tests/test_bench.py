@@ -150,10 +150,50 @@ def test_settings_refuse_counts_and_times_that_cannot_be(changes):
                                                 (dict(sizes=[2], batch_size=0), "batch_size"),
                                                 (dict(sizes=[2], family="pendulum"), "unknown model"),
                                                 (dict(sizes=[2], family="fourbar", closed=True),
-                                                 "cart chain only")])
+                                                 "cart chain only"),
+                                                (dict(sizes=[2], against="no-such-revision-7f3"),
+                                                 "--against no-such-revision-7f3")])
 def test_scaling_refuses_bad_arguments_before_building(tmp_path, arguments, message):
     from codegen.bench import scaling
     from codegen.errors import InputError
     with pytest.raises(InputError, match=message):
         scaling.run(out_dir=tmp_path / "out", out=lambda text: None, **arguments)
     assert not (tmp_path / "out").exists()
+
+
+def _git_head():
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                          text=True)
+    return root, (done.stdout.strip() if done.returncode == 0 else None)
+
+
+def test_against_unpacks_the_revisions_own_files(tmp_path):
+    """--against builds with the revision's code: its files as git holds them
+    (compared with git show), not this tree's."""
+    import subprocess
+    from codegen.bench import scaling
+    root, head = _git_head()
+    if head is None:
+        pytest.skip("not a git checkout")
+    revision = scaling.unpack_revision("HEAD", tmp_path)
+    assert revision.commit == head and revision.name == "HEAD"
+    for path in ("codegen/__main__.py", "templates/helpers.c", "setup.py"):
+        committed = subprocess.run(["git", "-C", str(root), "show", f"HEAD:{path}"],
+                                   capture_output=True, check=True).stdout
+        assert (revision.source / path).read_bytes() == committed, path
+    assert not (revision.source / ".git").exists()
+
+
+def test_against_columns_name_the_revision():
+    from codegen.bench import scaling
+    row = dict(n=2, nx=4, nc=1, operations=10, c_bytes=100, model_s=1.0, derive_s=1.0,
+               cse_emit_s=1.0, cython_s=1.0, compile_s=1.0, total_s=5.0, c_loop_us=1.0,
+               c_loop_median_us=1.0, batch_us=1.0, batch_1_us=1.0, threads=1, single_us=2.0,
+               against="v0.1", against_c_loop_us=1.0, against_us=3.0, against_median_us=3.5,
+               speedup=3.0, speedup_median=3.5, against_difference=0.0)
+    header = scaling.format_table([row]).splitlines()[0]
+    assert "v0.1 C us" in header and "x faster" in header and "A vs v0.1" in header
+    assert "REV" not in header and "{}" not in header

@@ -31,6 +31,18 @@ def disk_export(disk, tmp_path_factory):
     return destination, op
 
 
+@pytest.fixture(scope="module")
+def bicycle_export(bicycle, tmp_path_factory):
+    """The bicycle exported and built by its Makefile (its defaults: -O2, the
+    lane code for the compiler's default target) once: the largest compile of
+    this file, shared by the example's test and the driver's bit-for-bit test."""
+    folder = tmp_path_factory.mktemp("bicycle_export")
+    op = codegen.operating_point("bicycle", "upright", v=4.0)
+    export_c(package_dir(bicycle), folder, "bicycle", "upright at 4 m/s", 0.0, op.q, op.u, op.r)
+    subprocess.run(["make", "-s"], cwd=folder, check=True, capture_output=True)
+    return folder, op
+
+
 def parse_example(output):
     lines = output.splitlines()
     assert lines[0].startswith("status 0"), output
@@ -169,14 +181,15 @@ def check_driver_against_python(module, output, exact=True):
 
 @pytest.mark.parametrize("model", ["disk", "bicycle"])
 def test_driver_under_sanitizers(request, tmp_path, model):
-    """The disk with its lane code, the bicycle without (its batches one point
-    at a time): GCC takes more than ten minutes to instrument the bicycle's
-    lane code (half a megabyte of straight-line loop bodies). Its lanes come
-    from the disk's template
-    (checked here), run under valgrind below, and equal single calls bit for
-    bit (tests/test_lanes.py)."""
+    """Unoptimized (-O0: the sanitizers see every access as written; at -O1
+    GCC took minutes to instrument the straight-line code), the disk with its
+    lane code, the bicycle without (its batches one point at a time: its lane
+    code, half a megabyte of loop bodies, would add half a minute). Its lanes
+    come from the disk's template (checked here), run under valgrind below,
+    and equal single calls bit for bit (tests/test_lanes.py)."""
     module = request.getfixturevalue(model)
-    sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+    sanitizers = ["-O0", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                  "-fno-omit-frame-pointer"]
     binary = compile_driver(module, tmp_path, sanitizers, lanes="native" if model == "disk" else None)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     result = subprocess.run([str(binary)], capture_output=True, text=True, env=env)
@@ -190,6 +203,10 @@ def test_driver_under_sanitizers(request, tmp_path, model):
 # column, so the straight-line code falls back to the general path (dense LU
 # with partial pivoting on arrays whose structural zeros are written late):
 # both paths run under valgrind, which reports any read of an unwritten entry.
+# The lane code (vectorized for the default target) is linked in each, except
+# the bicycle's fallback: its lanes run in its straight-line case, and lanes
+# whose checks fail falling back point by point run in the disk's fallback
+# case (the bicycle's lane code is a compile of half a minute).
 @pytest.mark.parametrize("model, path", [("disk", "straight-line"), ("disk", "fallback"),
                                          ("bicycle", "straight-line"), ("bicycle", "fallback")])
 def test_driver_under_valgrind(request, tmp_path, model, path):
@@ -197,18 +214,39 @@ def test_driver_under_valgrind(request, tmp_path, model, path):
         pytest.skip("valgrind not installed")
     module = request.getfixturevalue(model)
     flags = [] if path == "straight-line" else [f"-D{model.upper()}_PIVOT_TAU=1e300"]
-    binary = compile_driver(module, tmp_path, flags, lanes="portable")
+    lanes = None if (model, path) == ("bicycle", "fallback") else "portable"
+    binary = compile_driver(module, tmp_path, flags, lanes=lanes)
     result = subprocess.run(["valgrind", "--error-exitcode=99", "--leak-check=full", "--quiet", str(binary)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     check_driver_against_python(module, result.stdout, exact=path == "straight-line" and model == "disk")
 
 
+def driver_with_library(module, folder, tmp_path):
+    """The driver linked with the model's library that the exported
+    Makefile built in ``folder`` (its lane width)."""
+    name = module.name
+    width = re.search(r"^LANE_WIDTH \?= (\d+)$", (folder / "Makefile").read_text(), re.M).group(1)
+    binary = tmp_path / f"driver_{name}"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-O2", "-pthread",
+                    f"-DPREFIX={name}", f"-DUPREFIX={name.upper()}", f'-DHEADER="{name}.h"',
+                    f"-D{name.upper()}_LANES={width}", f"-D{name.upper()}_LANES_KERNELS",
+                    f"-I{folder}", str(DRIVER), str(folder / f"lib{name}.a"), "-o", str(binary),
+                    "-lm"], check=True, capture_output=True)
+    return binary
+
+
 @pytest.mark.parametrize("model", ["disk", "bicycle"])
 def test_standalone_c_matches_python_module_bit_for_bit(request, tmp_path, model):
-    """Built with the flags the module uses (-O2 -std=c99), the C gives the same bits."""
+    """Built with the flags the module uses (-O2 -std=c99), the C gives the
+    same bits: the disk compiled here with its lane code for this machine,
+    the bicycle as its exported Makefile builds it (portable lane code)."""
     module = request.getfixturevalue(model)
-    binary = compile_driver(module, tmp_path, ["-O2"])
+    if model == "bicycle":
+        binary = driver_with_library(module, request.getfixturevalue("bicycle_export")[0],
+                                     tmp_path)
+    else:
+        binary = compile_driver(module, tmp_path, ["-O2"])
     result = subprocess.run([str(binary)], capture_output=True, text=True, check=True)
     check_driver_against_python(module, result.stdout)
     values = parse_driver(result.stdout)
@@ -216,11 +254,9 @@ def test_standalone_c_matches_python_module_bit_for_bit(request, tmp_path, model
     assert np.array_equal(values["ud"], ud) and np.array_equal(values["qd"], qd)
 
 
-def test_exported_bicycle_example_builds_and_matches_python(bicycle, tmp_path):
-    op = codegen.operating_point("bicycle", "upright", v=4.0)
-    export_c(package_dir(bicycle), tmp_path, "bicycle", "upright at 4 m/s", 0.0, op.q, op.u, op.r)
-    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
-    result = subprocess.run(["./example"], cwd=tmp_path, capture_output=True, text=True, check=True)
+def test_exported_bicycle_example_builds_and_matches_python(bicycle, bicycle_export):
+    folder, op = bicycle_export
+    result = subprocess.run(["./example"], cwd=folder, capture_output=True, text=True, check=True)
     matrices = parse_example(result.stdout)
     A, B = bicycle.linearize(*op)
     assert np.array_equal(matrices["A"], A) and np.array_equal(matrices["B"], B)

@@ -93,11 +93,10 @@ def _parse(stdout):
     return values
 
 
-def run_c_driver(work, name, points, settings, objects, casadi_name=None, nx=None, nr=None,
-                 lanes=None):
-    """Write, compile and run the timing driver; ``objects``: compiled model(s);
+def compile_c_driver(work, name, points, objects, casadi_name=None, lanes=None):
+    """Write and compile the timing driver; ``objects``: compiled model(s);
     ``lanes``: the lane defines of the objects (then the batch is timed too,
-    and CasADi's map beside CasADi's function)."""
+    and CasADi's map beside CasADi's function). Returns the executable."""
     cc, flags = c_flags()
     work = Path(work)
     driver = work / f"bench_{name}.c"
@@ -110,8 +109,13 @@ def run_c_driver(work, name, points, settings, objects, casadi_name=None, nx=Non
                  f"bench_{name}.o"], work, None)
     run_limited([cc, f"bench_{name}.o", *[Path(o).name for o in objects], "-o", exe.name, "-lm"],
                 work, None)
+    return exe
+
+
+def run_compiled_driver(exe, settings, nx=None, nr=None):
+    """Run a driver of :func:`compile_c_driver` once: a CResult."""
     _, result = run_limited([str(exe), str(settings.c_repeats), str(settings.c_repeat_seconds)],
-                            work, None)
+                            Path(exe).parent, None)
     values = _parse(result.stdout)
 
     def matrix(key, rows, cols):
@@ -127,6 +131,14 @@ def run_c_driver(work, name, points, settings, objects, casadi_name=None, nx=Non
         batch=tuple(values[("time", "batch")]) if ("time", "batch") in values else None,
         A_batch=matrix(("A", "batch"), nx, nx),
         casadi_map=tuple(values[("time", "casadi_map")]) if ("time", "casadi_map") in values else None)
+
+
+def run_c_driver(work, name, points, settings, objects, casadi_name=None, nx=None, nr=None,
+                 lanes=None):
+    """Write, compile and run the timing driver once (:func:`compile_c_driver`,
+    :func:`run_compiled_driver`): a CResult."""
+    exe = compile_c_driver(work, name, points, objects, casadi_name, lanes)
+    return run_compiled_driver(exe, settings, nx, nr)
 
 
 def c_loop_seconds(result):

@@ -15,20 +15,35 @@ and measures (``--model fourbar``: the N-loop four-bar, N = n;
 
 It prints a table and writes ``scaling[_closed].csv`` and
 ``scaling[_closed].png`` (matplotlib, Agg backend) into ``--out``.
+
+``--against REV`` also builds each size with the project as it was at git
+revision REV (its files unpacked by ``git archive``, its own ``codegen.build``
+run in a subprocess) and times both C functions with the same driver,
+compiler and flags, alternating runs, at the same points: the speed-up of this
+tree over REV per point, and how far apart the two A matrices are (the ratio
+only means something where the two builds compute the same A).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
+import os
 import shutil
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .build import copy_c_sources, derivation_of, forced_build
-from .c_driver import c_loop_seconds, compile_object, run_c_driver
+from .c_driver import (c_loop_seconds, compile_c_driver, compile_object, run_c_driver,
+                       run_compiled_driver)
 from .casadi import casadi_available, generate_casadi
 from ..errors import InputError
 from .common import Settings, check_count, check_seconds, system_line
@@ -65,6 +80,136 @@ def scaled_point(family, module, n):
         return np.array(q), np.array(u)
     return module.complete(np.zeros(module.nq), np.zeros(module.nu))
 
+# the model of a family as a user's file makes it, in calls that every revision
+# with the family understands (--against: the revision's own code builds it)
+MODEL_FILES = {
+    "cart_chain": "from codegen.models import cart_chain\n\n\ndef make():\n"
+                  "    return cart_chain.make_model({n}, {closed})\n",
+    "fourbar": "from codegen.models import fourbar\n\n\ndef make():\n"
+               "    return fourbar.make_model({n})\n",
+    "flexible_pendulum": "from codegen.models import flexible_pendulum\n\n\ndef make():\n"
+                         "    return flexible_pendulum.make_model(elements={n})\n",
+}
+# A of the two builds further apart than this (relative to max |A|): not the same computation
+AGAINST_AGREEMENT = 1e-8
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A git revision of the project, unpacked: what ``--against`` builds with."""
+    name: str        # as the user gave it
+    commit: str      # its full hash
+    source: Path     # its files
+
+
+def _git(root, *args):
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=120)
+
+
+def unpack_revision(revision, work):
+    """The project's files at git ``revision`` in ``work`` (``git archive``):
+    a Revision. InputError where the project is not a git checkout or has
+    no such commit."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        inside = _git(root, "rev-parse", "--is-inside-work-tree")
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InputError(f"--against needs git: {error}") from None
+    if inside.returncode != 0:
+        raise InputError(f"--against {revision}: the project at {root} is not a git checkout "
+                         "(install it from a clone)")
+    found = _git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    if found.returncode != 0:
+        raise InputError(f"--against {revision}: no such commit in {root} (a shallow clone may "
+                         "lack it: git fetch --unshallow)")
+    commit = found.stdout.decode().strip()
+    archive = _git(root, "archive", "--format=tar", commit)
+    if archive.returncode != 0:
+        raise InputError(f"--against {revision}: git archive failed: "
+                         f"{archive.stderr.decode().strip()}")
+    source = Path(work) / f"revision-{commit[:12]}"
+    source.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        try:
+            tar.extractall(source, filter="data")
+        except TypeError:          # Python before 3.11.4: no filters (our own archive)
+            tar.extractall(source)
+    if not (source / "codegen" / "__main__.py").is_file():
+        raise InputError(f"--against {revision}: commit {commit[:12]} has no codegen package")
+    return Revision(revision, commit, source)
+
+
+@contextlib.contextmanager
+def revision_at(revision, work_dir=None):
+    """``revision`` unpacked in a temporary folder for the ``with`` block (a
+    Revision; None where ``revision`` is None), removed after it."""
+    if revision is None:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="codegen-revision-", dir=work_dir))
+    try:
+        yield unpack_revision(revision, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# run by --against with the revision's code first on sys.path: build the model
+# of a MODEL_FILES file and print the folder of the built package (its C)
+BUILD_AT_REVISION = """
+import sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import codegen
+from revision_model import make
+module = codegen.build(make(), output_dir=sys.argv[3])
+print(Path(module.__file__).parent)
+"""
+
+
+def export_at_revision(revision, family, n, closed, work, timeout=None):
+    """Build the model of ``family`` and size n with ``revision``'s own code
+    (``codegen.build`` in a subprocess) in ``work`` and copy its C there:
+    (folder of its C, model name)."""
+    work = Path(work)
+    models = work / "revision_model"
+    models.mkdir()
+    (models / "revision_model.py").write_text(MODEL_FILES[family].format(n=n, closed=closed))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    try:
+        done = subprocess.run([sys.executable, "-c", BUILD_AT_REVISION, str(revision.source),
+                               str(models), str(work / "revision_build")],
+                              cwd=revision.source, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"--against {revision.name}: {family} n={n} did not build within "
+                         f"{timeout:g} s") from None
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+        raise InputError(f"--against {revision.name} ({revision.commit[:12]}): {family} n={n} "
+                         f"does not build there:\n{tail}")
+    package = Path(done.stdout.strip().splitlines()[-1])
+    headers = sorted(package.glob("*.h"))
+    if len(headers) != 1:
+        raise InputError(f"--against {revision.name}: expected one header in its build, found "
+                         f"{[h.name for h in headers]}")
+    name = headers[0].stem
+    out = work / "revision_c"
+    out.mkdir()
+    for suffix in (".c", ".h"):
+        shutil.copy2(package / f"{name}{suffix}", out / f"{name}{suffix}")
+    return out, name
+
+
+def time_against(new_exe, old_exe, settings, rounds, nx, nr):
+    """Run the two compiled drivers alternately ``rounds`` times each:
+    (new CResults, old CResults)."""
+    new, old = [], []
+    for _ in range(rounds):
+        new.append(run_compiled_driver(new_exe, settings, nx, nr))
+        old.append(run_compiled_driver(old_exe, settings, nx, nr))
+    return new, old
+
+
 COLUMNS = [
     ("n", "n", "{:d}"),
     ("nx", "states", "{:d}"),
@@ -93,8 +238,22 @@ CASADI_COLUMNS = [
 ]
 
 
+# with --against REV: REV's build of the same model, timed alternately with this tree's
+AGAINST_COLUMNS = [
+    ("against_c_loop_us", "alternating: C us", "{:.3f}"),
+    ("against_us", "{} C us", "{:.3f}"),
+    ("against_median_us", "(median)", "{:.3f}"),
+    ("speedup", "x faster", "{:.2f}"),
+    ("speedup_median", "(median)", "{:.2f}"),
+    ("against_difference", "A vs {}", "{:.1e}"),
+]
+
+
 def _columns(rows):
-    return COLUMNS + (CASADI_COLUMNS if any("casadi_bytes" in r for r in rows) else [])
+    against = next((r["against"] for r in rows if "against" in r), None)
+    return (COLUMNS + (CASADI_COLUMNS if any("casadi_bytes" in r for r in rows) else []) +
+            ([(key, title.format(against), fmt) for key, title, fmt in AGAINST_COLUMNS]
+             if against else []))
 
 
 def _cell(fmt, value):
@@ -102,10 +261,11 @@ def _cell(fmt, value):
 
 
 def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, casadi_limit=None,
-                 family="cart_chain"):
+                 family="cart_chain", against=None):
     """Build the model of ``family`` of size n (``cart_chain(n, closed)`` by
     default) from scratch in ``work`` and time it: one row (dict). With
-    ``casadi_limit`` (seconds) also CasADi's C for the same mathematics."""
+    ``casadi_limit`` (seconds) also CasADi's C for the same mathematics; with
+    ``against`` (a Revision) also that revision's build, timed alternately."""
     say = progress or (lambda message: None)
     say(f"{family} n={n}{' closed' if closed else ''}: forming the equations")
     started = time.perf_counter()
@@ -147,6 +307,27 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
     if c.casadi is not None:
         casadi["casadi_us"] = c.casadi[0] * 1e-3
     c_min, c_median = c_loop_seconds(c)
+    compared = {}
+    if against is not None:
+        say(f"{family} n={n}: building it at {against.name} ({against.commit[:12]})")
+        old_dir, old_name = export_at_revision(against, family, n, closed, work)
+        compile_object(old_dir / f"{old_name}.c", old_dir, model=True)
+        old_exe = compile_c_driver(old_dir, old_name, points, [old_dir / f"{old_name}.o"])
+        new_exe = compile_c_driver(c_dir, name, points, [c_dir / f"{name}.o"])
+        say(f"{family} n={n}: timing against {against.name}, alternating")
+        new_runs, old_runs = time_against(new_exe, old_exe, settings, repeats, module.nx,
+                                          module.nr)
+        new_min = min(c_loop_seconds(r)[0] for r in new_runs)
+        new_median = float(np.median([c_loop_seconds(r)[1] for r in new_runs]))
+        old_min = min(c_loop_seconds(r)[0] for r in old_runs)
+        old_median = float(np.median([c_loop_seconds(r)[1] for r in old_runs]))
+        A_new, A_old = new_runs[0].A, old_runs[0].A
+        scale = max(float(np.max(np.abs(A_new))), np.finfo(float).tiny)
+        compared = dict(against=against.name, against_us=old_min * 1e6,
+                        against_median_us=old_median * 1e6,
+                        speedup=old_min / new_min, speedup_median=old_median / new_median,
+                        against_difference=float(np.max(np.abs(A_new - A_old))) / scale,
+                        against_c_loop_us=new_min * 1e6, against_c_loop_median_us=new_median * 1e6)
     batch_min, _ = time_batch(module, points, settings)
     batch_1_min, _ = time_batch(module, points, settings, threads=1)
     single_min, _ = time_single_call(module, points, settings)
@@ -163,6 +344,7 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
     row["total_s"] = (row["model_s"] + row["derive_s"] + row["cse_emit_s"] + row["cython_s"] +
                       row["compile_s"])
     row.update(casadi)
+    row.update(compared)
     return row
 
 
@@ -253,8 +435,9 @@ def _growth(rows, key):
 
 
 def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, progress=None,
-        out=print, work_dir=None, casadi_limit=None, family="cart_chain"):
-    """Measure every size, print the table, write CSV and PNG; returns (rows, csv, png)."""
+        out=print, work_dir=None, casadi_limit=None, family="cart_chain", against=None):
+    """Measure every size, print the table, write CSV and PNG; returns (rows, csv, png).
+    ``against``: a git revision to compare this tree's time per point with."""
     sizes = list(sizes)
     # refuse bad arguments before the first build, not after it
     if not sizes:
@@ -269,34 +452,47 @@ def run(sizes, closed=False, out_dir="scaling", repeats=7, batch_size=10_000, pr
         raise InputError(f"unknown model family {family!r}; one of {', '.join(SCALED_MODELS)}")
     if closed and family != "cart_chain":
         raise InputError("closed applies to the cart chain only")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = ("scaling" if family == "cart_chain" else f"scaling_{family}") + ("_closed" if closed else "")
-    kind = {"fourbar": "N-loop four-bar, N = n",
-            "flexible_pendulum": "flexible double pendulum, n beam elements per link"}.get(
-        family, "n-link pendulum on a cart, " + ("closed loop (tip on a vertical line)" if closed
-                                                 else "open chain"))
-    out(f"scaling: {kind}, n = {', '.join(map(str, sizes))}")
-    out(f"  machine: {system_line()}")
-    out(f"  each build from scratch (no cache); times per point: min over {repeats} repeats, "
-        f"batch of {batch_size} points (on all cores, and on one thread)")
-    rows = []
-    for n in sizes:
-        work = Path(tempfile.mkdtemp(prefix=f"codegen-scaling-{n}-", dir=work_dir))
-        try:
-            rows.append(measure_size(n, closed, work, repeats, batch_size, progress, casadi_limit,
-                                     family))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    out("")
-    out(format_table(rows))
-    growth = {key: _growth(rows, key) for key in ("operations", "total_s", "c_loop_us")}
-    if all(v is not None for v in growth.values()):
-        out(f"\n  fitted growth ~ n^b: operations b = {growth['operations']:.2f}, build time "
-            f"b = {growth['total_s']:.2f}, bare C time per point b = {growth['c_loop_us']:.2f}")
-    csv_path = write_csv(rows, out_dir / f"{stem}.csv")
-    png_path = write_png(rows, out_dir / f"{stem}.png",
-                         f"{kind}: build and evaluation vs n")
-    out(f"\nwrote {csv_path}" + (f" and {png_path}" if png_path else
-                                " (install matplotlib for the PNG)"))
-    return rows, csv_path, png_path
+    # the revision is unpacked (and refused if it cannot be) before any folder is made
+    with revision_at(against, work_dir) as revision:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = (("scaling" if family == "cart_chain" else f"scaling_{family}") +
+                ("_closed" if closed else ""))
+        kind = {"fourbar": "N-loop four-bar, N = n",
+                "flexible_pendulum": "flexible double pendulum, n beam elements per link"}.get(
+            family, "n-link pendulum on a cart, " +
+            ("closed loop (tip on a vertical line)" if closed else "open chain"))
+        out(f"scaling: {kind}, n = {', '.join(map(str, sizes))}")
+        out(f"  machine: {system_line()}")
+        out(f"  each build from scratch (no cache); times per point: min over {repeats} repeats, "
+            f"batch of {batch_size} points (on all cores, and on one thread)")
+        if revision is not None:
+            out(f"  against {against} = {revision.commit[:12]}: its own code builds each size "
+                f"(codegen.build in a subprocess); both C functions compiled with the same flags and "
+                f"timed by the same driver, alternating {repeats} runs each; x faster = its time "
+                f"/ this tree's (min / min, median / median)")
+        rows = []
+        for n in sizes:
+            work = Path(tempfile.mkdtemp(prefix=f"codegen-scaling-{n}-", dir=work_dir))
+            try:
+                rows.append(measure_size(n, closed, work, repeats, batch_size, progress,
+                                         casadi_limit, family, revision))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        out("")
+        out(format_table(rows))
+        for r in rows:
+            if r.get("against_difference", 0.0) > AGAINST_AGREEMENT:
+                out(f"  warning: n={r['n']}: A differs from {against}'s by "
+                    f"{r['against_difference']:.1e} of max |A|: the two builds do not compute the "
+                    f"same A, so their times compare different work")
+        growth = {key: _growth(rows, key) for key in ("operations", "total_s", "c_loop_us")}
+        if all(v is not None for v in growth.values()):
+            out(f"\n  fitted growth ~ n^b: operations b = {growth['operations']:.2f}, build time "
+                f"b = {growth['total_s']:.2f}, bare C time per point b = {growth['c_loop_us']:.2f}")
+        csv_path = write_csv(rows, out_dir / f"{stem}.csv")
+        png_path = write_png(rows, out_dir / f"{stem}.png",
+                             f"{kind}: build and evaluation vs n")
+        out(f"\nwrote {csv_path}" + (f" and {png_path}" if png_path else
+                                    " (install matplotlib for the PNG)"))
+        return rows, csv_path, png_path

@@ -178,9 +178,11 @@ static void fill_zero(double *a, int count)
 
 /* 1 if no entry is NaN or +-Inf: a[i] * 0.0 is 0 for a finite entry and NaN
    otherwise, and a NaN stays NaN in a sum. Four independent sums (two
-   vectors of two): few instructions an entry, short chains of additions, and
-   small enough to be inlined: this runs on every input and output of every call. */
-static int all_finite(const double *a, int count)
+   vectors of two): few instructions an entry, short chains of additions.
+   This runs on every input and output of every call, mostly on a few entries
+   of a known count: always inlined (a call costs more than the check then;
+   GCC stopped inlining it by itself once view_is_finite called it too). */
+FORCE_INLINE int all_finite(const double *a, int count)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i;
