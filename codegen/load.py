@@ -3,8 +3,12 @@
 A build is imported from its own directory under a module name unique to the
 build (``codegen_build_<name>_<key>``), so builds of models that share a name
 but live in different output directories, or a rebuilt model in a running
-process, never collide (a forced rebuild of the same key in a running process
-returns the module already imported). ``import generated.disk`` is the same
+process, never collide. A build of a key already imported in this process
+returns that module while the build it came from is still on disk (the same
+key: the same code); once that build is gone (a forced rebuild replaced it,
+its folder was removed, or its build.json), the new build is imported beside
+it under a name of its own (``..._<hash of its folder>``), so that what reads
+the files beside a module (pickling, the build record) finds them. ``import generated.disk`` is the same
 code reached through the ``generated/disk`` link; it needs the directory that
 holds ``generated/`` on ``sys.path``, while ``codegen.load("disk")`` works from
 any directory.
@@ -12,6 +16,7 @@ any directory.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -29,8 +34,14 @@ def _import_build(package_dir):
     if record is None:
         raise BuildError(f"{package_dir} is not a finished build (no readable {BUILD_RECORD})")
     module_name = f"codegen_build_{record['name']}_{record['key']}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        home = _home(loaded)
+        if home == package_dir or (home is not None and read_record(home) is not None):
+            return loaded
+        module_name += "_" + hashlib.sha1(str(package_dir).encode()).hexdigest()[:12]
+        if module_name in sys.modules:
+            return sys.modules[module_name]
     _refuse_damaged(package_dir, record)
     spec = importlib.util.spec_from_file_location(
         module_name, package_dir / "__init__.py", submodule_search_locations=[str(package_dir)])
@@ -50,6 +61,12 @@ def _import_build(package_dir):
         raise
     module.build_record = record
     return module
+
+
+def _home(module):
+    """The folder a module was imported from (resolved), or None."""
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve().parent if file else None
 
 
 def _unusable(package_dir, record, what):

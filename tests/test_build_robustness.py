@@ -181,7 +181,12 @@ def test_forced_rebuild_swaps_atomically(out, pendulum, monkeypatch):
     assert [p.name for p in builds.iterdir() if p.name.startswith(".")] == []
     assert [p for p in builds.iterdir() if p.is_dir() and not p.is_symlink()] == [after]
     assert_pendulum(module)
-    assert codegen.load("pendulum", out) is module     # same key in one process: the same module
+    # the same key in one process: the new build imported beside the old one,
+    # whose folder is gone (what reads the files beside a module finds them)
+    reloaded = codegen.load("pendulum", out)
+    assert reloaded is not module and Path(reloaded.__file__).resolve().parent == after.resolve()
+    assert codegen.load("pendulum", out) is reloaded
+    assert_pendulum(reloaded)
 
 
 # 4. the cache key follows NumPy and Cython ---------------------------------------------

@@ -147,3 +147,32 @@ def test_a_different_build_of_the_name_is_not_taken_for_it(disk, tmp_path, monke
     with pytest.raises(BuildError, match="cannot load the generated model 'disk'"):
         _package_from_build(other)
     assert _package_from_build({**other, "fingerprint": own["fingerprint"]}) is disk
+
+
+def test_the_same_key_from_a_removed_folder_is_imported_from_the_new_one(disk, tmp_path):
+    """One process imports a build from one output folder, that folder is
+    removed (the bench's and scaling's temporary builds), and the same model
+    is loaded from another folder: the module comes from the new folder, so
+    its record and pickles find their files (it used to be the module of the
+    removed folder: 'cannot pickle this model: ... no build.json beside it')."""
+    _copy_build(disk, tmp_path / "a")
+    _copy_build(disk, tmp_path / "b")
+    result = run_python(f"""
+        import pickle, shutil
+        from pathlib import Path
+        import codegen
+        first = codegen.load("disk", {str(tmp_path / "a")!r})
+        assert codegen.load("disk", {str(tmp_path / "b")!r}) is first   # its folder is still there
+        shutil.rmtree({str(tmp_path / "a")!r})
+        second = codegen.load("disk", {str(tmp_path / "b")!r})
+        assert second is not first and codegen.load("disk", {str(tmp_path / "b")!r}) is second
+        print(Path(second.__file__).resolve().parent.parent.parent)
+        print(second.build_record["key"] == first.build_record["key"])
+        again = pickle.loads(pickle.dumps(second))
+        assert again is second, (again, second)
+        q, u = second.complete([0.0] * 6, [0.0] * 6)
+        print(second.linearize(q, u)[0][0, 0])
+        """, env={"CODEGEN_OUTPUT_DIR": str(tmp_path / "b")})
+    assert result.returncode == 0, result.stderr
+    home, same_key, _ = result.stdout.split()
+    assert Path(home) == (tmp_path / "b").resolve() and same_key == "True"
