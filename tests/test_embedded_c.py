@@ -104,6 +104,12 @@ def test_object_file_allocates_nothing_and_has_no_mutable_globals(disk_export, t
     assert all(name.startswith("disk_") for name in defined), defined
 
 
+def driver_flags(name, folder, *options):
+    """The flags of the driver (and the model) for model ``name`` whose header is in ``folder``."""
+    return ["-std=c99", "-Wall", "-Wextra", "-pedantic", *options, "-pthread", f"-DPREFIX={name}",
+            f"-DUPREFIX={name.upper()}", f'-DHEADER="{name}.h"', f"-I{folder}"]
+
+
 def compile_driver(module, tmp_path, extra_flags, lanes="native"):
     """The driver with the model's C; ``lanes``: the lane code linked too,
     compiled for this machine's target ("native", as the module is), for the
@@ -111,8 +117,7 @@ def compile_driver(module, tmp_path, extra_flags, lanes="native"):
     not at all (None: the batches run one point at a time)."""
     name = module.name
     folder = package_dir(module)
-    flags = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-g", "-O1", "-pthread",
-             f"-DPREFIX={name}", f"-DUPREFIX={name.upper()}", f'-DHEADER="{name}.h"', f"-I{folder}"]
+    flags = driver_flags(name, folder, "-g", "-O1")
     binary = tmp_path / f"driver_{name}"
     sources = [str(DRIVER), str(folder / f"{name}.c")]
     if lanes:
@@ -228,11 +233,9 @@ def driver_with_library(module, folder, tmp_path):
     name = module.name
     width = re.search(r"^LANE_WIDTH \?= (\d+)$", (folder / "Makefile").read_text(), re.M).group(1)
     binary = tmp_path / f"driver_{name}"
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-O2", "-pthread",
-                    f"-DPREFIX={name}", f"-DUPREFIX={name.upper()}", f'-DHEADER="{name}.h"',
-                    f"-D{name.upper()}_LANES={width}", f"-D{name.upper()}_LANES_KERNELS",
-                    f"-I{folder}", str(DRIVER), str(folder / f"lib{name}.a"), "-o", str(binary),
-                    "-lm"], check=True, capture_output=True)
+    subprocess.run(["cc", *driver_flags(name, folder, "-O2"), f"-D{name.upper()}_LANES={width}",
+                    f"-D{name.upper()}_LANES_KERNELS", str(DRIVER), str(folder / f"lib{name}.a"),
+                    "-o", str(binary), "-lm"], check=True, capture_output=True)
     return binary
 
 
