@@ -213,3 +213,50 @@ def test_batch_warning_counts_the_points(disk):
     _, messages = caught(disk.linearize, batch_q, pushed)
     assert len(messages) == 1 and "at 1 of 3 points (first at batch index (1,))" in messages[0]
     assert "q2" in messages[0]
+
+
+def test_a_single_point_that_moves_is_warned_from_the_kernel_path(pendulum, monkeypatch):
+    """A single linearize or linearize_local call at a point that is not
+    steady stays on the single-point path (it used to redo the point on the
+    batch path, 50-100x the call's cost, to say why): the same A, B and the
+    same warning, attributed to the caller's line, as the batch path's (a p
+    given as a dict takes that path)."""
+    from codegen.models import spencer_pendulum
+    from codegen.runtime import arguments
+    c = pendulum.compiled
+    q, u = spencer_pendulum.at_angle(spencer_pendulum.DEFAULT_PARAMETERS, 0.6, 1.3)
+    batch_path = {}
+    real_batch = arguments.batch
+
+    def counted(*args, **kwargs):
+        batch_path["calls"] = batch_path.get("calls", 0) + 1
+        return real_batch(*args, **kwargs)
+
+    for function in (c.linearize, c.linearize_local):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            monkeypatch.setattr(arguments, "batch", counted)
+            single = function(q, u)
+            monkeypatch.setattr(arguments, "batch", real_batch)
+            general = function(q, u, p={})
+        assert batch_path.pop("calls", 0) == 0, function.__name__
+        assert [w.category for w in record] == [NotSteadyWarning, NotSteadyWarning]
+        assert str(record[0].message) == str(record[1].message)
+        assert record[0].filename == __file__ and record[1].filename == __file__
+        if function == c.linearize:
+            assert all(np.array_equal(a, b) for a, b in zip(single, general))
+        else:
+            assert np.array_equal(single.A, general.A) and np.array_equal(single.embedding, general.embedding)
+            assert single.chart == general.chart and single.dependent_q == general.dependent_q
+
+
+def test_a_kernel_from_before_the_single_point_flags_is_refused(pendulum):
+    """A module built before linearize_one returned the flags would be read
+    wrongly by this runtime: it is refused on import, saying to rebuild."""
+    import types
+    from codegen.runtime import kernel
+    real = pendulum.compiled._kernel
+    assert kernel.missing_function(real) is None
+    old = types.SimpleNamespace(**{name: getattr(real, name) for name in dir(real)
+                                   if not name.startswith("__") and name != "ONE_POINT_FLAGS"})
+    assert kernel.missing_function(old) == "ONE_POINT_FLAGS"

@@ -83,6 +83,9 @@ class CompiledModel:
         # it are not estimated), so the threshold is the C's
         self.ill_conditioned = 1.0 / kernel.condition_rtol(kernel_module)
         self.state_names = self.independent_state_names()
+        # (state names, description) of the default partition's chart: the
+        # single-point calls' NotSteadyWarning says it without forming it again
+        self._default_chart_text = diagnostics.partition_chart(self, None, None, 0)
         pickling.extend_package(self)
 
     # -- names -----------------------------------------------------------------
@@ -173,7 +176,11 @@ class CompiledModel:
             result = kernel.linearize_one(self._kernel, q, u, r, p, float(t), tolerance,
                                           self.ill_conditioned, steady)
             if result is not None:
-                return result
+                A, B, unsteady = result
+                if unsteady is not None:
+                    diagnostics.warn_not_steady(self, unsteady[None], diagnostics.ONE_POINT,
+                                                "linearize", self._default_chart)
+                return A, B
         return self._linearize(q, u, r, p, t, dq, du, tol, tolerance, steady, threads, False)
 
     @explain_memory
@@ -187,6 +194,11 @@ class CompiledModel:
         threads = option(self, threads, THREADS)
         dq, du = arguments.kernel_partitions(self, dependent_q, dependent_u)
         return self._linearize(q, u, r, p, t, dq, du, tol, tolerance, steady, threads, True)
+
+    def _default_chart(self, index=0):
+        """(state names, description) of the default partition's chart (a
+        ``names_of`` of :func:`diagnostics.warn_not_steady`)."""
+        return self._default_chart_text
 
     def _linearize(self, q, u, r, p, t, dq, du, tol, tolerance, steady, threads, full):
         """``dq``, ``du``: partitions from :func:`arguments.kernel_partitions`;
@@ -252,7 +264,12 @@ class CompiledModel:
             one = kernel.linearize_local_one(self._kernel, q, u, r, p, float(t), rank, tolerance,
                                              steady)
             if one is not None:
-                return LocalLinearization._from_point(self, one, reported_tol)
+                *result, unsteady = one
+                if unsteady is not None:
+                    diagnostics.warn_not_steady(
+                        self, unsteady[None], diagnostics.ONE_POINT, "linearize_local",
+                        lambda index: local_chart(self, result[6], result[3:5]))
+                return LocalLinearization._from_point(self, result, reported_tol)
         batch = arguments.batch(self, q, u, r, p, t)
         nr, ns = self.nr, self.nq + self.nu
         batch.check_fits(self.name, self.nx * (self.nx + nr + ns) + 2 + self.nc + self.nv + ns)

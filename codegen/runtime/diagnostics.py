@@ -17,6 +17,7 @@ import functools
 import math
 import os
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -87,16 +88,30 @@ def batch_position(batch, index):
     return tuple(int(i) for i in np.unravel_index(index, batch.shape))
 
 
+# the batch of a single-point call (a point of no batch axes), for the warnings
+ONE_POINT = types.SimpleNamespace(shape=(), size=1)
+
+
 def outside_stacklevel():
     """The ``stacklevel`` of ``warnings.warn`` (called by the caller of this
     function) that points at the first frame outside this package: the
     user's call, however deep inside the runtime the warning is raised."""
     frame = sys._getframe(1)
     level = 1
-    while frame is not None and os.path.dirname(frame.f_code.co_filename) == _PACKAGE_DIR:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        inside = _INSIDE.get(name)
+        if inside is None:
+            inside = _INSIDE[name] = os.path.dirname(name) == _PACKAGE_DIR
+        if not inside:
+            break
         frame = frame.f_back
         level += 1
     return level
+
+
+# file name -> whether it is one of this package's (outside_stacklevel, on every warning)
+_INSIDE = {}
 
 
 def explain_memory(method):
@@ -414,17 +429,24 @@ def warn_not_steady(model, unsteady, batch, what, names_of):
     """NotSteadyWarning where a point is not steady in its chart.
     ``unsteady``: one row of state flags per point; ``names_of(index)``:
     the names of point ``index``'s chart states and the chart's description."""
-    if unsteady is None or unsteady.size == 0 or not unsteady.any():
+    if unsteady is None or unsteady.size == 0:
         return
-    # the points with a flag (a product with ones: twice as fast as any(axis=1))
-    points = np.flatnonzero(unsteady @ np.ones(unsteady.shape[1], dtype=unsteady.dtype))
-    index = int(points[0])
-    names, chart = names_of(index)
-    flagged = [names[j] for j in np.nonzero(unsteady[index])[0] if j < len(names)]
     where = ""
     if batch.shape:
+        if not unsteady.any():
+            return
+        # the points with a flag (a product with ones: twice as fast as any(axis=1))
+        points = np.flatnonzero(unsteady @ np.ones(unsteady.shape[1], dtype=unsteady.dtype))
+        index = int(points[0])
         where = (f" at {points.size} of {batch.size} points (first at batch index "
                  f"{batch_position(batch, index)})")
+    else:                   # one point (a single call): a few flags, no NumPy reductions
+        index = 0
+    flags = unsteady[index].tolist()
+    if not any(flags):
+        return
+    names, chart = names_of(index)
+    flagged = [names[j] for j, flag in enumerate(flags) if flag and j < len(names)]
     warnings.warn(NotSteadyWarning(
         f"{model.name}: the point is not steady in the chart of {what} ({chart}){where}: "
         f"{', '.join(flagged)} {'changes' if len(flagged) == 1 else 'change'} along the "

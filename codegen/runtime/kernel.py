@@ -150,7 +150,7 @@ def missing_function(kernel):
     """The first function a current runtime needs that the kernel lacks (a
     build of an older codegen), or None."""
     for function in ("linearize_local", "constraint_singular_values", "constraint_maps",
-                     "ENTRY_POINTS"):
+                     "ENTRY_POINTS", "ONE_POINT_FLAGS"):
         if not hasattr(kernel, function):
             return function
     return None
@@ -247,16 +247,19 @@ def module_name(kernel):
 # -- one point, in the calling thread ------------------------------------------------------
 
 def linearize_one(kernel, q, u, r, p, t, tol, max_condition, steady_tol):
-    """``(A, B)`` at one point with the default partition from the arguments
-    as given, or None where the kernel cannot say (not plain vectors, a failed
-    point, a block's condition above ``max_condition``, not steady): the
-    caller then takes the batch path, which validates, explains and warns."""
+    """``(A, B, unsteady)`` at one point with the default partition from the
+    arguments as given, or None where the kernel cannot say (not plain
+    vectors, a failed point, a block's condition above ``max_condition``):
+    the caller then takes the batch path, which validates, explains and
+    warns. ``unsteady``: None, or the flags of the states that are not steady
+    in the chart (``steady_tol >= 0``), as a row of the batch path's
+    ``out.unsteady``: the caller warns."""
     return kernel.linearize_one(q, u, r, p, t, tol, max_condition, steady_tol)
 
 
 def linearize_local_one(kernel, q, u, r, p, t, rank_tol, tol, steady_tol):
-    """``(A, B, T, rank_c, rank_v, sigma, chart)`` of one point, the arrays
-    trimmed to its size, or None (as :func:`linearize_one`)."""
+    """``(A, B, T, rank_c, rank_v, sigma, chart, unsteady)`` of one point,
+    the arrays trimmed to its size, or None (as :func:`linearize_one`)."""
     return kernel.linearize_local_one(q, u, r, p, t, rank_tol, tol, steady_tol)
 
 
