@@ -257,6 +257,20 @@ def test_standalone_c_matches_python_module_bit_for_bit(request, tmp_path, model
     assert np.array_equal(values["ud"], ud) and np.array_equal(values["qd"], qd)
 
 
+def test_sincos_gives_the_bits_of_sin_and_cos(disk, tmp_path):
+    """Where the disk's scalar code needs the sine and the cosine of one
+    argument, one call computes both (glibc's sincos): the driver's output,
+    every A and B of its points, is the same text as with the two calls
+    (DISK_NO_SINCOS)."""
+    assert "cos_and_sin(q[2], &fused_" in (package_dir(disk) / "disk.c").read_text()
+    printed = []
+    for flags, folder in (([], "fused"), (["-DDISK_NO_SINCOS"], "apart")):
+        (tmp_path / folder).mkdir()
+        binary = compile_driver(disk, tmp_path / folder, ["-O2", *flags], lanes=None)
+        printed.append(subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout)
+    assert printed[0] == printed[1]
+
+
 def test_exported_bicycle_example_builds_and_matches_python(bicycle, bicycle_export):
     folder, op = bicycle_export
     result = subprocess.run(["./example"], cwd=folder, capture_output=True, text=True, check=True)

@@ -1024,6 +1024,24 @@ static void pivot_columns(int rows, int cols, double *a, int count, int *chosen)
     }
 }
 
+/* sin x and cos x of one argument, both needed: glibc's sincos, which gives
+   the bits of its sin and cos (they share their kernels) for little more than
+   the price of one (DISK_NO_SINCOS: the two calls, as elsewhere) */
+#if defined(__GLIBC__) && !defined(DISK_NO_SINCOS)
+extern void sincos(double x, double *sine, double *cosine);
+#define SINE_COSINE(x, sine, cosine) sincos(x, sine, cosine)
+#else
+#define SINE_COSINE(x, sine, cosine) (*(sine) = sin(x), *(cosine) = cos(x))
+#endif
+
+/* cos x, and sin x in *sine */
+static double cos_and_sin(double x, double *sine)
+{
+    double cosine;
+    SINE_COSINE(x, sine, &cosine);
+    return cosine;
+}
+
 /* ---- operating point ------------------------------------------------------ */
 
 /* Dependent indices (given, or the default) and their complement in ascending
@@ -1125,11 +1143,12 @@ static void evaluate_residuals(double t, const double *q, const double *u, const
                               double *f_c, double *f_v, double *carried)
 {
     (void)t; (void)q; (void)u; (void)p; (void)f_c; (void)f_v; (void)carried;
+    double fused_x6;
     const double x0 = cos(q[1]);
     carried[0] = x0;
     const double x1 = p[1]*x0;
     carried[1] = x1;
-    const double x2 = cos(q[2]);
+    const double x2 = cos_and_sin(q[2], &fused_x6);
     carried[2] = x2;
     const double x3 = p[1]*x2;
     carried[3] = x3;
@@ -1137,7 +1156,7 @@ static void evaluate_residuals(double t, const double *q, const double *u, const
     carried[4] = x4;
     const double x5 = p[1]*u[0];
     carried[5] = x5;
-    const double x6 = sin(q[2]);
+    const double x6 = fused_x6;
     carried[6] = x6;
     const double x7 = p[1]*x6;
     carried[7] = x7;
@@ -1183,11 +1202,12 @@ static void evaluate_kinematics(disk_workspace *w, double t, const double *q,
     const double *qd = w->qd, *ud = w->ud;
     double *carried = w->carried;
     (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
-    const double x13 = cos(q[0]);
+    double fused_x15;
+    const double x13 = cos_and_sin(q[0], &fused_x15);
     carried[13] = x13;
     const double x14 = p[1]*x13;
     carried[14] = x14;
-    const double x15 = sin(q[0]);
+    const double x15 = fused_x15;
     carried[15] = x15;
     const double x16 = u[0]*carried[1];
     carried[16] = x16;
