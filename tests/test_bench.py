@@ -7,18 +7,22 @@ route past its time limit is cut off and reported, and CasADi's generated C
 benchmarks (python -m codegen bench), not timed tests.
 """
 
-import contextlib
 import csv
-import io
 import json
 import math
+import os
+import subprocess
 
 import pytest
 
 from codegen import bench
 from codegen.__main__ import main
+from test_readme import blocks as readme_blocks, shell_commands
 
-ROWS = ["ours: bare C loop (no Python)", "ours: batch of 1000 in one call",
+# the README's benchmark command (tests/test_readme.py leaves it to disk_bench below)
+README_BENCH = "python -m codegen bench disk --quick --json bench_disk.json"
+
+ROWS = ["ours: bare C loop (no Python)", "ours: batch of 10000 in one call",
         "ours: one linearize call from Python", "CasADi, our blocks (multiplier form): bare C loop",
         "CasADi, SymPy-reduced Kane blocks: bare C loop",
         "SymPy Linearizer, numeric op point", "SymPy symbolic A, B + lambdify",
@@ -28,15 +32,29 @@ ROWS = ["ours: bare C loop (no Python)", "ours: batch of 1000 in one call",
         "ours: outputs y, C, D (7 outputs)"]
 
 
+def readme_command(start):
+    """The README's shell command that starts with ``start``, as printed."""
+    for kind, body, _ in readme_blocks():
+        if kind == "bash":
+            for command in shell_commands(body):
+                if command.startswith(start):
+                    return command
+    raise AssertionError(f"README.md has no command starting with {start!r}")
+
+
 @pytest.fixture(scope="module")
 def disk_bench(tmp_path_factory):
-    """``python -m codegen bench disk --quick`` once: (printed text, JSON report)."""
-    out = tmp_path_factory.mktemp("bench") / "bench.json"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert main(["bench", "disk", "--quick", "--batch", "1000", "--sympy-limit", "60",
-                     "--json", str(out)]) == 0
-    return printed.getvalue(), json.loads(out.read_text())[0]
+    """The README's ``python -m codegen bench disk --quick --json bench_disk.json``
+    once, as printed, in a folder of its own (tests/test_readme.py leaves this
+    command to this fixture instead of running it a second time): (printed
+    text, JSON report)."""
+    where = tmp_path_factory.mktemp("bench")
+    command = readme_command(README_BENCH)
+    result = subprocess.run(["bash", "-c", command], cwd=where, capture_output=True, text=True,
+                            env=dict(os.environ, OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg"),
+                            timeout=1200)
+    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    return result.stdout, json.loads((where / "bench_disk.json").read_text())[0]
 
 
 def test_bench_prints_every_row_stage_and_target(disk_bench):

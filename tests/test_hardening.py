@@ -54,6 +54,9 @@ def _interrupted_run(build_dir, body, seconds=0.4):
     running would use it)."""
     header = textwrap.dedent(f"""\
         import os, signal, threading, time
+        # Python turns SIGINT into KeyboardInterrupt only where its parent did
+        # not ignore it (a job that a non-interactive shell put in the background does)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import numpy as np
         import codegen
         disk = codegen.load("disk", output_dir={str(build_dir)!r})
