@@ -290,7 +290,18 @@ def is_partition_chart(chart):
 
 def local_chart(model, chart, ranks):
     """(state names, description) of a local form's chart (a kernel row of
-    dependent indices, and the point's ranks)."""
+    dependent indices, and the point's ranks), formed once per chart and
+    model (each warning of a moving point says it)."""
+    key = (tuple(chart.tolist()), int(ranks[0]), int(ranks[1]))
+    cache = model.__dict__.setdefault("_local_chart_texts", {})
+    if key not in cache:
+        if len(cache) > 64:             # a batch that visits many charts
+            cache.clear()
+        cache[key] = _local_chart(model, chart, ranks)
+    return cache[key]
+
+
+def _local_chart(model, chart, ranks):
     if not is_partition_chart(chart):
         names = tuple(f"y{k}" for k in range(model.nq - int(ranks[0]))) + \
             tuple(f"z{k}" for k in range(model.nu - int(ranks[1])))
@@ -311,6 +322,12 @@ def chart_names(model, charts, shape):
     n = charts.shape[0]
     info = dict(charts=charts.reshape(shape + (charts.shape[1],)),
                 chart_names=(model.q_names, model.u_names, model.nc))
+    if n == 1:              # one point (a single call): a few ints, no NumPy reductions
+        row = charts[0].tolist()
+        if any(i < 0 for i in row):
+            return dict(info, chart="null space", dependent_q=None, dependent_u=None)
+        return dict(info, chart="partition", dependent_q=tuple(model.q_names[i] for i in row[:model.nc]),
+                    dependent_u=tuple(model.u_names[i] for i in row[model.nc:]))
     if n and (charts.size == 0 or charts.min() >= 0 and (charts == charts[0]).all()):
         return dict(info, chart="partition",
                     dependent_q=tuple(model.q_names[i] for i in charts[0, :model.nc]),
