@@ -54,6 +54,8 @@ def disk_bench(tmp_path_factory):
                             env=dict(os.environ, OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg"),
                             timeout=1200)
     assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    # its points move on purpose: it asks for no steadiness check, and warns of none
+    assert "NotSteadyWarning" not in result.stderr, result.stderr
     return result.stdout, json.loads((where / "bench_disk.json").read_text())[0]
 
 

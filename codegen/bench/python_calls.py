@@ -14,7 +14,7 @@ from .common import NPOINTS, min_median
 from .points import inputs_of
 
 
-def _unchecked(call):
+def unchecked(call):
     """``call`` without the steadiness check (the benchmark's points are
     deliberately moving; a module built before the check has none)."""
     try:
@@ -28,7 +28,7 @@ def time_single_call(module, points, settings):
     """Seconds per ``module.linearize`` call with one point (min, median)."""
     rows = [(points.q[i], points.u[i], inputs_of(module, points.r[i]), points.p, float(points.t[i]))
             for i in range(len(points))]
-    linearize = _unchecked(module.linearize)
+    linearize = unchecked(module.linearize)
     for args in rows[:4]:
         linearize(*args)
 
@@ -76,7 +76,7 @@ def time_batch(module, points, settings, threads=None):
     size = settings.batch_size
     arguments = _batch_arguments(module, points, size)
     options = {"threads": threads} if threads is not None and supports_threads(module) else {}
-    linearize = _unchecked(module.linearize)
+    linearize = unchecked(module.linearize)
     linearize(*arguments, **options)
     samples = []
     for _ in range(settings.batch_repeats):
@@ -93,7 +93,7 @@ def time_calls(calls, points, settings, repeats=None):
     twice the batch repeats): a (min, median) for each."""
     size = settings.batch_size
     arguments = _batch_arguments(calls[0].__self__, points, size)
-    calls = [_unchecked(call) for call in calls]
+    calls = [unchecked(call) for call in calls]
     samples = [[] for _ in calls]
     for call in calls:
         call(*arguments, threads=1)

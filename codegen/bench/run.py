@@ -14,7 +14,7 @@ from .casadi import casadi_sources, casadi_variant
 from .common import NPOINTS, Settings, max_abs_diff, min_median, say, system_line
 from .points import base_point, benchmark_points, inputs_of
 from .python_calls import (batch_threads, time_batch, time_calls, time_local_and_linearize,
-                           time_single_call)
+                           time_single_call, unchecked)
 from .report import ModelReport, Row, format_report, format_time
 from .sympy_routes import SYMPY_ROUTES, run_sympy_route
 from .targets import evaluate_targets
@@ -99,10 +99,10 @@ def _python_rows(module, points, settings, scalar=None, vector_math=None):
                         samples=2 * settings.batch_repeats))
         if vector_math is not None:
             best = min(times[2])
-            A, _ = vector_math.linearize(points.q, points.u, inputs_of(module, points.r), points.p,
-                                         points.t)
-            A_exact, _ = module.linearize(points.q, points.u, inputs_of(module, points.r), points.p,
-                                          points.t)
+            A, _ = unchecked(vector_math.linearize)(points.q, points.u, inputs_of(module, points.r),
+                                                     points.p, points.t)
+            A_exact, _ = unchecked(module.linearize)(points.q, points.u, inputs_of(module, points.r),
+                                                      points.p, points.t)
             rows.append(Row("batch_vector_math_1", "ours, vector math: the batch, one thread", *best,
                             max_diff=float(np.abs(A - A_exact).max()),
                             note=f"CODEGEN_VECTOR_MATH=1 (libmvec, fused multiply-add); "
@@ -249,8 +249,9 @@ def _bench_model(spec, settings, work, progress):
     objects, lane_defines = lane_objects(c_dir, name)
 
     points = benchmark_points(module, base_point(module, spec, model_module), seed=settings.seed)
-    A_ref, B_ref = module.linearize(points.q[0], points.u[0], inputs_of(module, points.r[0]),
-                                    points.p, float(points.t[0]))
+    # the benchmark's points move on purpose: no NotSteadyWarning
+    A_ref, B_ref = unchecked(module.linearize)(points.q[0], points.u[0], inputs_of(module, points.r[0]),
+                                                points.p, float(points.t[0]))
 
     say(progress, f"{name}: C loop and lane batch")
     c = run_c_driver(c_dir, name, points, settings, objects, None, module.nx, module.nr,
