@@ -226,17 +226,17 @@ class StageEmitter:
             doprint = printer.doprint
             # the scalar code: a sin and a cos of one argument in one call
             pairs = self._sine_cosine_pairs(stage["new"]) if printer is self.printer else {}
-            partners = {second for second, _ in pairs.values()}
+            partners = {second for second, _, _ in pairs.values()}
 
             def c_of(s):
                 if s in pairs:          # the first of the two: both, the other kept in fused_
-                    second, argument = pairs[s]
-                    both = "sin_and_cos" if isinstance(self.temporary_expr[s], sm.sin) else "cos_and_sin"
-                    return f"{both}({doprint(argument)}, &fused_{second})"
+                    second, argument, helper = pairs[s]
+                    return f"{helper}({doprint(argument)}, &fused_{second})"
                 return f"fused_{s}" if s in partners else doprint(self.temporary_expr[s])
             result.append(dict(
                 name=stage["name"],
-                fused=[f"fused_{second}" for second, _ in pairs.values()],
+                # (variable, helper) of each pair: the second's value, the first's call
+                fused=[(f"fused_{second}", helper) for second, _, helper in pairs.values()],
                 temporaries=[(str(s), c_of(s), slot.get(s)) for s in stage["new"]],
                 stores=sum(1 for s in stage["new"] if s in slot),
                 entries=[(name, index, doprint(expr)) for name, index, expr in stage["entries"]]))
@@ -244,7 +244,7 @@ class StageEmitter:
         return result, len(carried)
 
     def _sine_cosine_pairs(self, temporaries):
-        """first -> (second, argument) for the temporaries (in order) that are
+        """first -> (second, argument, helper) for the temporaries (in order) that are
         the sine and the cosine of one argument: the first of each pair
         computes both (sin_and_cos / cos_and_sin, the C library's sincos
         where it has one: the same bits as its sin and cos, for little more
@@ -255,7 +255,8 @@ class StageEmitter:
             if isinstance(expr, (sm.sin, sm.cos)):
                 other = seen.pop((sm.cos if isinstance(expr, sm.sin) else sm.sin, expr.args[0]), None)
                 if other is not None:
-                    pairs[other] = (s, expr.args[0])
+                    helper = "cos_and_sin" if isinstance(expr, sm.sin) else "sin_and_cos"
+                    pairs[other] = (s, expr.args[0], helper)
                 else:
                     seen.setdefault((type(expr), expr.args[0]), s)
         return pairs
@@ -725,8 +726,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         stages={stage.name: stage for stage in stages},
         evaluation=evaluation,
         # the helpers of sines and cosines of one argument the scalar evaluation calls
-        sine_cosine=sorted({c.split("(")[0] for part in statements for _, c, _ in part["temporaries"]
-                            if c.startswith(("sin_and_cos(", "cos_and_sin("))}),
+        sine_cosine=sorted({helper for part in statements for _, helper in part["fused"]}),
         tangent_evaluation=tangent_evaluation,
         sensitivity_indices=d.sensitivity_indices,
         sensitivity_names=[d.p_names[k] for k in d.sensitivity_indices],

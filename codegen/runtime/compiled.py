@@ -85,7 +85,7 @@ class CompiledModel:
         self.state_names = self.independent_state_names()
         # (state names, description) of the default partition's chart: the
         # single-point calls' NotSteadyWarning says it without forming it again
-        self._default_chart_text = diagnostics.partition_chart(self, None, None, 0)
+        self._default_chart = diagnostics.partition_chart(self, None, None, 0)
         pickling.extend_package(self)
 
     # -- names -----------------------------------------------------------------
@@ -179,7 +179,7 @@ class CompiledModel:
                 A, B, unsteady = result
                 if unsteady is not None:
                     diagnostics.warn_not_steady(self, unsteady[None], diagnostics.ONE_POINT,
-                                                "linearize", self._default_chart)
+                                                "linearize", lambda index: self._default_chart)
                 return A, B
         return self._linearize(q, u, r, p, t, dq, du, tol, tolerance, steady, threads, False)
 
@@ -194,11 +194,6 @@ class CompiledModel:
         threads = option(self, threads, THREADS)
         dq, du = arguments.kernel_partitions(self, dependent_q, dependent_u)
         return self._linearize(q, u, r, p, t, dq, du, tol, tolerance, steady, threads, True)
-
-    def _default_chart(self, index=0):
-        """(state names, description) of the default partition's chart (a
-        ``names_of`` of :func:`diagnostics.warn_not_steady`)."""
-        return self._default_chart_text
 
     def _linearize(self, q, u, r, p, t, dq, du, tol, tolerance, steady, threads, full):
         """``dq``, ``du``: partitions from :func:`arguments.kernel_partitions`;
