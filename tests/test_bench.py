@@ -17,10 +17,10 @@ import pytest
 
 from codegen import bench
 from codegen.__main__ import main
-from test_readme import blocks as readme_blocks, shell_commands
+from test_readme import RUN_ELSEWHERE, blocks as readme_blocks, shell_commands
 
 # the README's benchmark command (tests/test_readme.py leaves it to disk_bench below)
-README_BENCH = "python -m codegen bench disk --quick --json bench_disk.json"
+README_BENCH, = RUN_ELSEWHERE
 
 ROWS = ["ours: bare C loop (no Python)", "ours: batch of 10000 in one call",
         "ours: one linearize call from Python", "CasADi, our blocks (multiplier form): bare C loop",
