@@ -256,6 +256,7 @@ ENTRY_POINTS = (
         linearize's (outputs'), from the general path (any partition).""",
         POINT + (
             DEPENDENT_Q, DEPENDENT_U, TOL,
+            Parameter("steady_tol", "option", "double", doc="unsteady's tolerance (unsteady_states')"),
             Parameter("A", "output", "double *", (("nx",), ("nx",)), True, "linearize's A"),
             Parameter("B", "output", "double *", (("nx",), ("nr",)), True, "linearize's B"),
             Parameter("dA", "output", "double *", (("nsx",), ("nx",)), True,
@@ -268,6 +269,13 @@ ENTRY_POINTS = (
                       "NSENS x NOUT x NX: dC/dp_j"),
             Parameter("dD", "output", "double *", (("nsy",), ("nr",)), True,
                       "NSENS x NOUT x NR: dD/dp_j"),
+            Parameter("condition", "output", "double *", (("2",), ("one",)), True,
+                      "the partition blocks' condition estimates, as partition_condition(work, 0) "
+                      "after linearize"),
+            Parameter("unsteady", "output", "int *", (("nx",), ("one",)), True,
+                      "the states that are not steady in the partition's chart, as "
+                      "unsteady_states(work, NULL, A, NULL, steady_tol) after linearize (A and "
+                      "its derivatives depend on the chart where any is)"),
         ),
         family="sensitivity",
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",

@@ -16,6 +16,7 @@ References, independent of the tangent code:
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from scipy.optimize import brentq
 
 import bicycle_benchmark as bench
 import codegen
-from codegen.errors import InputError, ModelError
+from codegen.errors import IllConditionedWarning, InputError, ModelError, NotSteadyWarning
 from codegen.models import bicycle as bicycle_models
 from codegen.models import disk as disk_models
 from codegen.models import fourbar
@@ -134,6 +135,48 @@ def test_another_partition_and_batches(build_dir):
     for k in range(len(points)):
         one = module.sensitivities(q[k], u[k])
         assert np.array_equal(batch.dA[k], one.dA) and np.array_equal(batch.dB[k], one.dB)
+
+
+def recorded(call, *args, **options):
+    """The messages of the warnings ``call`` gives, by category."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(*args, **options)
+    found = {}
+    for warning in caught:
+        found.setdefault(warning.category, []).append(str(warning.message))
+    return found
+
+
+def test_sensitivities_warn_where_linearize_does(disk_sensitive, build_dir):
+    """A, its derivatives and the eigenvalues' derivatives are the chart's:
+    at a point that is not steady in the partition's chart, sensitivities
+    warns as linearize does (the same states named), on the fast path and on
+    the general path (the partition given), for one point and a batch; not
+    at the disk's steady motions, nor with steady_tol=None. Near the
+    four-bar's singular configuration both say the partition block is
+    ill-conditioned."""
+    module = disk_sensitive
+    params = dict(zip(module.p_names, module.default_parameters))
+    moving = [disk_point(module, seed) for seed in range(3)]
+    steady = [disk_models.upright(params, v=2.0), disk_models.steady_turn(params, lean=0.3)]
+    partition = dict(dependent_q=list(module.dependent_q), dependent_u=list(module.dependent_u))
+    for options in ({}, partition):
+        for q, u in moving:
+            said = recorded(module.sensitivities, q, u, **options)[NotSteadyWarning]
+            expected = recorded(module.linearize, q, u, **options)[NotSteadyWarning]
+            assert said == [text.replace("chart of linearize", "chart of sensitivities") for text in expected]
+            assert NotSteadyWarning not in recorded(module.sensitivities, q, u, steady_tol=None, **options)
+        for q, u in steady:
+            assert recorded(module.sensitivities, q, u, **options) == {}
+        q, u = (np.array([point[k] for point in steady + moving]) for k in (0, 1))
+        said = recorded(module.sensitivities, q, u, **options)[NotSteadyWarning]
+        assert len(said) == 1 and "at 3 of 5 points (first at batch index (2,))" in said[0]
+    fourbar_module = codegen.build(fourbar.make_model(1).with_sensitivities("all"), output_dir=build_dir)
+    fourbar_params = dict(zip(fourbar_module.p_names, fourbar_module.default_parameters))
+    q, u = fourbar.general(fourbar_params, phi=np.pi - 1e-5, omega=0.9)[:2]
+    said = recorded(fourbar_module.sensitivities, q, u).get(IllConditionedWarning)
+    assert said and said == recorded(fourbar_module.linearize, q, u)[IllConditionedWarning]
 
 
 def assert_renderings_agree(module, q, u, r=None, rtol=1e-11):
@@ -353,16 +396,18 @@ SENSITIVITY_DRIVER = r"""
 int main(int argc, char **argv)
 {
     double q[NAME_UPPER_NQ + 1], u[NAME_UPPER_NU + 1];
-    double dA[NAME_UPPER_NSX * NAME_UPPER_NX + 1], A[NAME_UPPER_NX * NAME_UPPER_NX + 1];
+    double dA[NAME_UPPER_NSX * NAME_UPPER_NX + 1], A[NAME_UPPER_NX * NAME_UPPER_NX + 1], condition[2];
+    int unsteady[NAME_UPPER_NX + 1];
     /* on the heap and never initialized: a read of what no step wrote shows */
     NAME_sensitivity_workspace *work = malloc(sizeof *work);
     int i, status;
     if (!work || argc != NAME_UPPER_NQ + NAME_UPPER_NU + 1) return 2;
     for (i = 0; i < NAME_UPPER_NQ; ++i) q[i] = atof(argv[1 + i]);
     for (i = 0; i < NAME_UPPER_NU; ++i) u[i] = atof(argv[1 + NAME_UPPER_NQ + i]);
-    status = NAME_sensitivities(0.0, q, u, NULL, NULL, NULL, NULL, 1e-8, A, NULL, dA, NULL, NULL, NULL,
-                                NULL, NULL, work);
+    status = NAME_sensitivities(0.0, q, u, NULL, NULL, NULL, NULL, 1e-8, 1e-6, A, NULL, dA, NULL, NULL,
+                                NULL, NULL, NULL, condition, unsteady, work);
     printf("%d\n", status);
+    for (i = 0; i < NAME_UPPER_NX; ++i) printf("%d\n", unsteady[i]);
     for (i = 0; i < NAME_UPPER_NSX * NAME_UPPER_NX; ++i) printf("%.17g\n", dA[i]);
     free(work);
     return status;
@@ -401,5 +446,10 @@ def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split()
     assert lines[0] == "0"
-    dA = np.array(lines[1:], dtype=float).reshape(-1, disk_sensitive.nx, disk_sensitive.nx)
-    np.testing.assert_array_equal(dA, disk_sensitive.sensitivities(q, u).dA)
+    nx = disk_sensitive.nx
+    # the states not steady in the chart: those linearize's warning names
+    moving = [disk_sensitive.state_names[i] for i, flag in enumerate(lines[1:1 + nx]) if flag == "1"]
+    said = recorded(disk_sensitive.linearize, q, u)[NotSteadyWarning][0]
+    assert moving and said.split("): ")[1].startswith(", ".join(moving) + " change")
+    dA = np.array(lines[1 + nx:], dtype=float).reshape(-1, nx, nx)
+    np.testing.assert_array_equal(dA, disk_sensitive.sensitivities(q, u, steady_tol=None).dA)

@@ -530,7 +530,7 @@ class CompiledModel:
 
     @explain_memory
     def sensitivities(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
-                      tol=1e-8, threads=None):
+                      tol=1e-8, steady_tol=STEADY_TOL, threads=None):
         """The derivatives of A and B (and of the outputs' C and D) with
         respect to the parameters of the model's sensitivities
         (``Model(..., sensitivities=...)``: ``sensitivity_names``) at each
@@ -543,23 +543,33 @@ class CompiledModel:
         and t are held; the dependent ones move with the parameter on the
         constraint manifold, as re-solving the point at the new value does.
         ``dependent_q``, ``dependent_u``: the partition (names or indices;
-        default: the model's). Arguments and batches as for
-        :meth:`linearize`."""
+        default: the model's). Arguments, batches and warnings as for
+        :meth:`linearize`: A, its derivatives and the eigenvalues' are the
+        partition's chart's, so at a point that is not steady in it a
+        :class:`~codegen.errors.NotSteadyWarning` says that they describe
+        no stability (``steady_tol=None`` skips the check)."""
         if not self.sensitivity_names:
             raise InputError(f"{self.name}: the model has no sensitivities; build it with "
                              "Model(..., sensitivities=[...] or 'all'), or model.with_sensitivities"
                              "([...]) (a built-in model: make_model(sensitivities=[...]))")
         dq, du, options = self._partition_options(dependent_q, dependent_u, tol)
+        options["steady_tol"] = steady = option(self, steady_tol, STEADY)
         threads = option(self, threads, THREADS)
         batch = arguments.batch(self, q, u, r, p, t)
         k, nx, nr, nout = len(self.sensitivity_names), self.nx, self.nr, len(self.y_names)
-        batch.check_fits(self.name, (1 + k) * (nx * (nx + nr) + nout * (nx + nr)))
-        wanted = ("A", "B", "dA", "dB") + (("C", "D", "dC", "dD") if nout else ())
+        batch.check_fits(self.name, (1 + k) * (nx * (nx + nr) + nout * (nx + nr)) + 2 + nx)
+        wanted = (("A", "B", "dA", "dB", "condition") + (("C", "D", "dC", "dD") if nout else ())
+                  + (("unsteady",) if steady >= 0.0 and nx else ()))
         status, index, out = kernel.call(self._kernel, "sensitivities", batch, options,
                                          wanted=wanted, threads=threads,
                                          work=self.operation_count * (1 + 3 * k))
         if status != OK:
             raise_status(self, status, index, batch, dq, du, tol)
+        shared_q, shared_u = options["dependent_q"], options["dependent_u"]
+        diagnostics.warn_conditioning(self, out.condition, batch, shared_q, shared_u)
+        diagnostics.warn_not_steady(
+            self, out.unsteady, batch, "sensitivities",
+            lambda index: diagnostics.partition_chart(self, shared_q, shared_u, index))
         names = ["A", "B", "dA", "dB"]
         values = [batch.reshape(out.A, nx, nx), batch.reshape(out.B, nx, nr),
                   batch.reshape(out.dA, k, nx, nx), batch.reshape(out.dB, k, nx, nr)]

@@ -153,6 +153,9 @@ def missing_function(kernel):
                      "ENTRY_POINTS", "ONE_POINT_FLAGS"):
         if not hasattr(kernel, function):
             return function
+    sensitivities = entry_point(kernel, "sensitivities")
+    if sensitivities is not None and not any(row[0] == "unsteady" for row in sensitivities["parameters"]):
+        return "sensitivities' steadiness flags"
     return None
 
 

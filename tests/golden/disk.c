@@ -3568,8 +3568,9 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
 }
 
 int disk_sensitivities(double t, const double *q, const double *u, const double *r,
-        const double *p, const int *dependent_q, const int *dependent_u, double tol, double *A,
-        double *B, double *dA, double *dB, double *C, double *D, double *dC, double *dD,
+        const double *p, const int *dependent_q, const int *dependent_u, double tol,
+        double steady_tol, double *A, double *B, double *dA, double *dB, double *C, double *D,
+        double *dC, double *dD, double *condition, int *unsteady,
         disk_sensitivity_workspace *work)
 {
     disk_sensitivity_workspace *sw = work;
@@ -3586,6 +3587,9 @@ int disk_sensitivities(double t, const double *q, const double *u, const double 
     evaluate_jacobians(w, t, q, u, r, p);
     status = partition_solution(w, t, q, u, r, p, A, B, 0, 0);
     if (status != DISK_OK) return status;
+    w->last = LINEARIZE_GENERAL;
+    if (condition) disk_partition_condition(w, 0, condition);
+    if (unsteady) disk_unsteady_states(w, 0, A, 0, steady_tol, unsteady);
     (void)C; (void)D;
     /* the tangents' structural zeros (never written) */
     zero_runs(sw->d_J_c, zeros_J_c, 2);

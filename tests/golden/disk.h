@@ -581,6 +581,7 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
  *                    default)
  *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
  *                    (< 0: not checked)
+ *   steady_tol       unsteady's tolerance (unsteady_states')
  *   A (out)          NX x NX, or NULL: linearize's A
  *   B (out)          NX x NR, or NULL: linearize's B
  *   dA (out)         NSX x NX, or NULL: NSENS x NX x NX: dA/dp_j, j = 0 ..
@@ -590,6 +591,12 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
  *   D (out)          NOUT x NR, or NULL: the outputs' D
  *   dC (out)         NSY x NX, or NULL: NSENS x NOUT x NX: dC/dp_j
  *   dD (out)         NSY x NR, or NULL: NSENS x NOUT x NR: dD/dp_j
+ *   condition (out)  2, or NULL: the partition blocks' condition estimates, as
+ *                    partition_condition(work, 0) after linearize
+ *   unsteady (out)   NX, or NULL: the states that are not steady in the
+ *                    partition's chart, as unsteady_states(work, NULL, A, NULL,
+ *                    steady_tol) after linearize (A and its derivatives depend
+ *                    on the chart where any is)
  *
  * Stages (codegen/procedure.py): residuals, constraint_jacobians,
  * kinematic_rates, dynamic_rates, jacobians, partition, solution, outputs,
@@ -597,8 +604,9 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
  * tangent_partition, tangent_solution, tangent_outputs.
  */
 int disk_sensitivities(double t, const double *q, const double *u, const double *r,
-        const double *p, const int *dependent_q, const int *dependent_u, double tol, double *A,
-        double *B, double *dA, double *dB, double *C, double *D, double *dC, double *dD,
+        const double *p, const int *dependent_q, const int *dependent_u, double tol,
+        double steady_tol, double *A, double *B, double *dA, double *dB, double *C, double *D,
+        double *dC, double *dD, double *condition, int *unsteady,
         disk_sensitivity_workspace *work);
 
 /*
