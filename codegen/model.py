@@ -136,7 +136,13 @@ class Model:
         dynamics are ``F + B_v^T lambda = 0`` with F Kane's ``Fr + Fr*`` of
         all speeds, so ``B_v^T lambda`` are the generalized active forces of
         the constraint forces (a rod's tension T on a bob at distance L,
-        f_v = x x' + y y': lambda = -T / L). Names must be
+        f_v = x x' + y y': lambda = -T / L). With auxiliary speeds
+        (``u_auxiliary``), an output may hold the reactions they bring into
+        evidence: the symbols of the loads that only the auxiliary equations
+        determine (declared neither as inputs nor as parameters), replaced by
+        their solution of those equations, ``K R + g = 0`` with K constant
+        or diagonal (each reaction along its auxiliary speed's direction;
+        otherwise refused, saying so). Names must be
         C identifiers, distinct, and not names of coordinates, speeds or
         inputs. The order of the dict is the order of y.
     sensitivities : "all" or sequence, optional
@@ -196,7 +202,8 @@ class Model:
     Auxiliary speeds (``u_auxiliary`` of a KanesMethod, ``u_aux`` of a System)
     bring constraint forces into evidence; they are zero on every motion, so
     they are set to zero (with their derivatives) in every equation, as
-    KanesMethod does in Fr*, and their auxiliary equations are not used.
+    KanesMethod does in Fr*; their auxiliary equations give the reactions
+    that outputs may hold (see ``outputs``).
     """
 
     def __init__(self, equations, parameters, inputs=None, name="model", description="",
@@ -607,7 +614,7 @@ class Model:
             raise ModelError(f"model {self.name!r}: output names must be distinct: {names}")
         matrix = sm.Matrix(rows) if rows else sm.zeros(0, 1)
         if self.kane is not None:
-            matrix = _without_auxiliary(matrix, self.kane)
+            matrix = self._solve_reactions(names, _without_auxiliary(matrix, self.kane))
         self._refuse_undefined_functions("output", matrix)
         allowed = self._states() | set(self.inputs)
         known = set(self.parameters) | set(multipliers(self.multipliers)) | {self.time}
@@ -631,6 +638,58 @@ class Model:
                     f"the inputs {self.r_names}, time, the parameters {self.p_names} or the "
                     f"model's multipliers (codegen.multipliers({self.multipliers}))")
         return names, matrix
+
+    def _solve_reactions(self, names, matrix):
+        """The outputs with the reactions of auxiliary speeds replaced by
+        their values. A reaction is an unknown of the auxiliary equations (Fr
+        + Fr* of the auxiliary speeds = 0, the auxiliary speeds zero): a
+        symbol of the loads that is not a coordinate, speed, input, parameter
+        or time. The auxiliary equations are linear in the reactions, K R + g
+        = 0; R = -K^-1 g where K is constant (a reaction along its auxiliary
+        speed's direction: K = I) or diagonal. Anything else is refused with
+        what to change (no symbolic inversion of a configuration-dependent K)."""
+        equations = getattr(self.kane, "_aux_eq", None)
+        if equations is None or not matrix.rows:
+            return matrix
+        declared = (self._states() | set(self.inputs) | set(self.parameters) | {self.time}
+                    | set(multipliers(self.multipliers)))
+        equations = _without_auxiliary(sm.Matrix(equations), self.kane)
+
+        def unknowns_of(expression):
+            found = set(find_dynamicsymbols(expression)) | expression.free_symbols
+            return {s for s in found if s not in declared and not isinstance(s, sm.Derivative)}
+        reactions = sorted(unknowns_of(equations), key=str)
+        wanted = [s for s in reactions if any(row.has(s) for row in matrix)]
+        if not wanted:
+            return matrix
+        used = [name for name, row in zip(names, matrix) if any(row.has(s) for s in wanted)]
+        K = equations.jacobian(reactions)
+        g = equations.xreplace({s: 0 for s in reactions})
+        what = (f"model {self.name!r}: the outputs {used} hold the reactions "
+                f"{', '.join(map(_name, wanted))} of auxiliary speeds")
+        if K.rows != K.cols or any(unknowns_of(entry) & set(reactions) for entry in K):
+            raise ModelError(
+                f"{what}, which the {equations.rows} auxiliary equations do not determine one "
+                f"by one (their unknowns: {', '.join(map(_name, reactions))}): give one auxiliary "
+                "speed per reaction, along the reaction's direction, and declare the other "
+                "symbols of the loads as inputs or parameters")
+        if K.free_symbols - {self.time} or find_dynamicsymbols(K):
+            if any(K[i, j] != 0 for i in range(K.rows) for j in range(K.cols) if i != j):
+                raise ModelError(
+                    f"{what}; their coefficients in the auxiliary equations depend on the "
+                    "configuration and couple them (no symbolic inversion is made): express "
+                    "each reaction along its auxiliary speed's direction (its partial "
+                    "velocity), as SymPy's examples do")
+            if any(K[i, i] == 0 for i in range(K.rows)):
+                raise ModelError(f"{what}, which the auxiliary equations do not determine "
+                                 "(a reaction has no coefficient in its equation)")
+            solution = [-g[i] / K[i, i] for i in range(K.rows)]
+        else:
+            if K.det() == 0:
+                raise ModelError(f"{what}, which the auxiliary equations do not determine "
+                                 "(their coefficients are singular)")
+            solution = list(-(K.inv() * g))
+        return matrix.xreplace(dict(zip(reactions, solution)))
 
     # -- checks ----------------------------------------------------------------
     def _check_sizes(self):

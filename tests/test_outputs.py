@@ -375,3 +375,73 @@ def test_the_disk_with_outputs_matches_constrained_differences(build_dir):
     C, _ = manifold_differences(module, np.array(q), np.array(u), None, 0.0)
     np.testing.assert_allclose(result.C, C, rtol=0, atol=1e-7 * max(1.0, np.abs(C).max()))
     assert np.abs(result.C).max() > 0.1
+
+
+def pivot_pendulum(reaction_frame):
+    """A pendulum (mass m, length L, torque input T) whose pivot's velocity
+    is two auxiliary speeds, bringing the pivot's reaction R1, R2 (components
+    along ``reaction_frame``'s x and y: "N" fixed, "A" turning with the rod)
+    into evidence; the outputs are R1 and R2."""
+    q, u, T = me.dynamicsymbols("q u T")
+    ua1, ua2, R1, R2 = me.dynamicsymbols("ua1 ua2 R1 R2")
+    m, L, g = sm.symbols("m L g")
+    N = me.ReferenceFrame("N")
+    A = N.orientnew("A", "Axis", [q, N.z])
+    A.set_ang_vel(N, u * N.z)
+    O = me.Point("O")
+    O.set_vel(N, ua1 * N.x + ua2 * N.y)
+    P = O.locatenew("P", -L * A.y)
+    P.v2pt_theory(O, N, A)
+    frame = {"N": N, "A": A}[reaction_frame]
+    kane = me.KanesMethod(N, q_ind=[q], u_ind=[u], kd_eqs=[q.diff() - u], u_auxiliary=[ua1, ua2])
+    kane.kanes_equations([me.Particle("bob", P, m)],
+                         [(O, R1 * frame.x + R2 * frame.y), (P, -m * g * N.y), (A, T * N.z)])
+    return Model(kane, {m: 1.3, L: 0.8, g: 9.81}, [T], name=f"pivot_reactions_{reaction_frame}",
+                 outputs={"R1": R1, "R2": R2})
+
+
+def test_reactions_of_auxiliary_speeds_as_outputs(build_dir):
+    """Outputs that name the reactions an auxiliary speed brings into
+    evidence (symbols of the loads only the auxiliary equations determine)
+    are solved from those equations: the pendulum's pivot force against its
+    closed form m a_P + m g N.y (the acceleration from the torque, so D is
+    not zero), C and D against constrained differences; SymPy's rolling disc
+    with auxiliary speeds (test_kane.py::test_aux) against SymPy's own solve
+    of its auxiliary equations at SymPy's own state derivative. Reactions
+    whose coefficients couple through the configuration are refused."""
+    module = codegen.build(pivot_pendulum("N"), output_dir=build_dir)
+    m, L, g = 1.3, 0.8, 9.81
+    for q, u, torque in ((0.4, -1.1, 0.7), (2.5, 0.3, -1.9)):
+        result = module.outputs([q], [u], [torque])
+        rate = torque / (m * L ** 2) - g / L * np.sin(q)
+        expected = [m * L * (rate * np.cos(q) - u ** 2 * np.sin(q)),
+                    m * L * (rate * np.sin(q) + u ** 2 * np.cos(q)) + m * g]
+        np.testing.assert_allclose(result.y, expected, rtol=1e-13)
+        C, D = manifold_differences(module, np.array([q]), np.array([u]), np.array([torque]), 0.0)
+        np.testing.assert_allclose(result.C, C, rtol=1e-7, atol=1e-7)
+        np.testing.assert_allclose(result.D, D, rtol=1e-7, atol=1e-7)
+        np.testing.assert_allclose(result.D[:, 0], [np.cos(q) / L, np.sin(q) / L], rtol=1e-13)
+    with pytest.raises(ModelError, match=r"outputs \['R1', 'R2'\] hold the reactions R1, R2 .* "
+                                         "depend on the configuration and couple them"):
+        pivot_pendulum("A")
+
+    from codegen.reference import KaneReference
+    from sympy_models.auxiliary_speeds import make_kane_aux
+    kane, parameters, (f1, f2) = make_kane_aux()
+    disc = codegen.build(Model(kane, parameters, [], name="disc_reactions", outputs={"f1": f1, "f2": f2}),
+                         output_dir=build_dir)
+    solved = sm.solve(kane.auxiliary_eqs, [f1, f2], dict=True)[0]
+    t = me.dynamicsymbols._t
+    reference = KaneReference(kane, parameters, [])
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        q, u = rng.normal(size=3), rng.normal(size=3)
+        rates = np.concatenate(reference.state_derivative(q, u))
+        values = {**{s.diff(t): v for s, v in zip(list(kane.q) + list(kane.u), rates)},
+                  **{a.diff(t): 0 for a in kane._uaux}}
+        plain = {**dict(zip(kane.q, q)), **dict(zip(kane.u, u)), **{a: 0 for a in kane._uaux}, **parameters}
+        expected = [float(solved[f].xreplace(values).xreplace(plain)) for f in (f1, f2)]
+        result = disc.outputs(q, u)
+        np.testing.assert_allclose(result.y, expected, rtol=1e-12)
+        C, _ = manifold_differences(disc, q, u, np.zeros(0), 0.0)
+        np.testing.assert_allclose(result.C, C, rtol=1e-7, atol=1e-7)
