@@ -179,6 +179,23 @@ def test_sensitivities_warn_where_linearize_does(disk_sensitive, build_dir):
     assert said and said == recorded(fourbar_module.linearize, q, u)[IllConditionedWarning]
 
 
+def test_a_kernel_from_before_the_steadiness_flags_is_refused(disk_sensitive):
+    """A module whose <name>_sensitivities has no steadiness flags (built
+    before them) would be called with arguments it does not take: it is
+    refused on import, saying to rebuild."""
+    import types
+    from codegen.runtime import kernel
+    real = disk_sensitive._kernel
+    assert kernel.missing_function(real) is None
+    table = dict(real.ENTRY_POINTS)
+    table["sensitivities"] = dict(table["sensitivities"], parameters=tuple(
+        row for row in table["sensitivities"]["parameters"]
+        if row[0] not in ("steady_tol", "condition", "unsteady")))
+    old = types.SimpleNamespace(**{name: getattr(real, name) for name in dir(real) if not name.startswith("__")})
+    old.ENTRY_POINTS = table
+    assert kernel.missing_function(old) == "sensitivities' steadiness flags"
+
+
 def assert_renderings_agree(module, q, u, r=None, rtol=1e-11):
     """The straight-line fast path (no partition given) against the looped
     general path (the same default partition, given explicitly)."""
