@@ -161,6 +161,18 @@ def test_batches_and_the_generic_call(pendulum):
     generic = pendulum.call("outputs", q[1], u[1], r[1], t=t[1], tol=1e-8)
     for a, b in zip(generic, pendulum.outputs(q[1], u[1], r[1], t=t[1])):
         np.testing.assert_array_equal(a, b)
+    # a scalar option left out takes the method's default (it was handed to
+    # the C as None: a raw TypeError); a partition may be given by names;
+    # a bad value is refused as the method refuses it
+    names = [pendulum.q_names[i] for i in pendulum.dependent_q], [pendulum.u_names[i] for i in pendulum.dependent_u]
+    generic = pendulum.call("outputs", q[1], u[1], r[1], t=t[1], dependent_q=names[0], dependent_u=names[1])
+    for a, b in zip(generic, pendulum.outputs(q[1], u[1], r[1], t=t[1], dependent_q=list(pendulum.dependent_q),
+                                              dependent_u=list(pendulum.dependent_u))):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(InputError, match="tol must be a number >= 0"):
+        pendulum.call("outputs", q[1], u[1], r[1], tol="small")
+    with pytest.raises(InputError, match="tol must be a number >= 0"):
+        pendulum.call("outputs", q[1], u[1], r[1], tol=np.nan)
 
 
 def test_outputs_check_the_point(pendulum):

@@ -27,6 +27,9 @@ from .kernel import OK
 from .results import (ENTRY_RESULTS, DescriptorForm, EntryResult, LocalLinearization,
                       PartitionedResult, chart_names, local_chart, per_point)
 
+# the scalar options of call's entry points: name -> (rule, the methods' default)
+CALL_OPTIONS = {"tol": (TOL, 1e-8), "steady_tol": (STEADY, STEADY_TOL), "rank_tol": (RANK_TOL, None)}
+
 
 class CompiledModel:
     """Validated, broadcasting access to a generated kernel.
@@ -583,8 +586,10 @@ class CompiledModel:
     def call(self, name, q, u, r=None, p=None, t=0.0, *, threads=None, **options):
         """Any entry point of the generated kernel that maps each point to
         its outputs (its ``batch`` is ``"map"`` in codegen/entry_points.py),
-        by name: ``options`` by the table's parameter names (an option left
-        out is NULL to the C: its default). Returns the entry point's result
+        by name: ``options`` by the table's parameter names, checked as the
+        methods check them (a partition by names or indices, left out: the
+        model's; a scalar option left out: the methods' default, tol 1e-8,
+        steady_tol 1e-6, rank_tol the C's). Returns the entry point's result
         type (:data:`~codegen.runtime.results.ENTRY_RESULTS`, else an
         :class:`~codegen.runtime.results.EntryResult`: its outputs in the
         table's order, also by name), each output of the batch's shape
@@ -601,6 +606,7 @@ class CompiledModel:
             raise InputError(f"{self.name}.{name}: unknown option {', '.join(unknown)} "
                              f"(it takes {', '.join(known) or 'none'})")
         threads = option(self, threads, THREADS)
+        options = self._call_options(name, spec, options)
         batch = arguments.batch(self, q, u, r, p, t)
         outputs = [(parameter, shape) for parameter, role, _, shape, _ in spec["parameters"]
                    if role == "output"]
@@ -614,6 +620,28 @@ class CompiledModel:
         for parameter, shape in outputs:
             values.append(getattr(out, parameter).reshape(batch.shape + shape))
         return ENTRY_RESULTS.get(name, EntryResult)(self, [p for p, _ in outputs], values, options)
+
+    def _call_options(self, name, spec, given):
+        """The options of :meth:`call` as the kernel takes them, checked like
+        the methods' (a scalar left out: the methods' default; a partition
+        by names or indices)."""
+        options = {}
+        for parameter, role, ctype, _, _ in spec["parameters"]:
+            value = given.get(parameter)
+            if role == "partition":
+                indices = arguments.partition(self, value, "q" if parameter.endswith("_q") else "u")
+                options[parameter] = None if indices is None else np.array(indices, dtype=np.intc)
+            elif role == "option" and "*" not in ctype:
+                rule, default = CALL_OPTIONS.get(parameter, (None, None))
+                if rule is not None:
+                    options[parameter] = option(self, given.get(parameter, default), rule)
+                elif value is None:
+                    raise InputError(f"{self.name}.{name}: the option {parameter} is needed")
+                else:
+                    options[parameter] = value
+            elif role in ("option", "flags"):
+                options[parameter] = value
+        return options
 
     def __getattr__(self, name):
         """``model.<name>(q, u, r, p, t, **options)`` for every entry point
