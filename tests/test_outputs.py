@@ -457,3 +457,48 @@ def test_reactions_of_auxiliary_speeds_as_outputs(build_dir):
         np.testing.assert_allclose(result.y, expected, rtol=1e-12)
         C, _ = manifold_differences(disc, q, u, np.zeros(0), 0.0)
         np.testing.assert_allclose(result.C, C, rtol=1e-7, atol=1e-7)
+
+
+def test_outputs_in_the_local_form_basis(pendulum, build_dir):
+    """outputs_local: C in the states of linearize_local at each point, its
+    chart and bases, against central differences along the local form's
+    embedding (each local state moved, the point completed back onto the
+    manifold in the chart's partition); a batch whose points lie in two
+    charts (the pendulum near horizontal, where the default partition is
+    singular) equals its points one by one. At a singular configuration
+    (the redundant parallelogram: J_c of rank 3 of 4 everywhere) the call
+    is refused, naming the ranks."""
+    L = PARAMETERS["L"]
+    near_horizontal = pendulum.complete([L, 1e-5], [0.0, 0.3], dependent_q=["y"], dependent_u=["uy"])
+    points = [moving_point(pendulum), near_horizontal, moving_point(pendulum, -0.2, 0.4)]
+    q, u = (np.array([point[k] for point in points]) for k in (0, 1))
+    r, t = np.array([[0.3], [0.1], [-0.2]]), np.array([0.1, 0.4, 0.9])
+    batch = pendulum.outputs_local(q, u, r, t=t)
+    local = pendulum.linearize_local(q, u, r, t=t)
+    assert local.chart == "mixed" and batch.state_names == ("y0", "z0")
+    for k in range(len(points)):
+        one = pendulum.outputs_local(q[k], u[k], r[k], t=t[k])
+        for a, b in zip(one, batch):
+            np.testing.assert_array_equal(a, b[k])
+        chart = local.point(k)
+        partition = dict(dependent_q=list(chart.dependent_q), dependent_u=list(chart.dependent_u))
+        T, h, columns = chart.embedding, 1e-6, []
+        for j in range(T.shape[1]):
+            ends = []
+            for step in (h, -h):
+                qq, uu = pendulum.complete(q[k] + step * T[:2, j], u[k] + step * T[2:, j], r[k], t=t[k],
+                                           tol=1e-15, **partition)
+                ends.append(pendulum.outputs(qq, uu, r[k], t=t[k], tol=None, **partition).y)
+            columns.append((ends[0] - ends[1]) / (2 * h))
+        np.testing.assert_allclose(one.C, np.array(columns).T, rtol=0, atol=1e-7 * np.abs(one.C).max())
+        np.testing.assert_allclose(one.D, pendulum.outputs(q[k], u[k], r[k], t=t[k]).D, rtol=1e-13,
+                                   atol=1e-15)
+        np.testing.assert_array_equal(one.y, pendulum.outputs(q[k], u[k], r[k], t=t[k]).y)
+
+    import importlib
+    parallelogram = importlib.import_module("user_models.redundant_parallelogram")
+    module = codegen.build(parallelogram.make_model(outputs={"crank": me.dynamicsymbols("q1")},
+                                                    name="parallelogram_outputs"), output_dir=build_dir)
+    q, u = parallelogram.branch_point(0.6, rate=0.4)
+    with pytest.raises(InputError, match="singular configuration .J_c has rank 3 of 4.*null spaces'"):
+        module.outputs_local(q, u)

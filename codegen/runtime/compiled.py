@@ -521,6 +521,65 @@ class CompiledModel:
                   batch.reshape(out.D, nout, self.nr)]
         return ENTRY_RESULTS["outputs"](self, ["y", "C", "D"], values, options)
 
+    @explain_memory
+    def outputs_local(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8, threads=None):
+        """The outputs ``y`` and their linearization ``y = C x + D r`` in the
+        states x of :meth:`linearize_local` at each point (the same
+        ``rank_tol``: its chart and its bases), an
+        :class:`~codegen.runtime.results.OutputLinearization` ``(y, C, D)``
+        whose ``state_names`` are the local states ``y0, y1, ..., z0, ...``.
+        Where the local chart is a partition's (J_c and B_v of full rank), its
+        independent states are x_p = H x, H the rows of the embedding T at
+        them, so C = C_p H with C_p the outputs' C in that partition (exact,
+        from the same stages as :meth:`outputs`). At a singular configuration
+        (a rank of J_c or B_v drops: the null spaces' chart) no partition
+        exists and the outputs' linearization is not computed: the call is
+        refused, naming the point. Arguments and batches as for
+        :meth:`linearize`."""
+        if not self.y_names:
+            raise InputError(f"{self.name}: the model has no outputs; build it with "
+                             "Model(..., outputs={name: expression})")
+        local = self.linearize_local(q, u, r, p, t, rank_tol=rank_tol, tol=tol, steady_tol=None,
+                                     threads=threads)
+        batch = arguments.batch(self, q, u, r, p, t)
+        n, nq, nout, nr = batch.size, self.nq, len(self.y_names), self.nr
+        charts = np.asarray(local._charts).reshape(n, -1)
+        singular = np.flatnonzero((charts < 0).any(axis=1)) if charts.size else np.zeros(0, int)
+        if singular.size:
+            index = int(singular[0])
+            one = local.point(index) if batch.shape else local
+            where = f" at batch index {diagnostics.batch_position(batch, index)}" if batch.shape else ""
+            raise InputError(
+                f"{self.name}: outputs_local: the point{where} is at a singular configuration "
+                f"(J_c has rank {one.rank_c} of {self.nc}, B_v rank {one.rank_v} of {self.nv} with "
+                f"rank_tol {local.rank_tol:g}): linearize_local's chart there is the null spaces', "
+                "in which the outputs' linearization is not computed; use outputs with a partition "
+                "that is regular there, or linearize_descriptor")
+        T = np.asarray(local.embedding).reshape(n, nq + self.nu, -1)
+        width = T.shape[2]
+        y, C, D = np.empty((n, nout)), np.full((n, nout, width), np.nan), np.empty((n, nout, nr))
+        groups = {}
+        for k in range(n):
+            groups.setdefault(tuple(charts[k].tolist()), []).append(k)
+        for chart, members in groups.items():
+            dq, du = list(chart[:self.nc]), list(chart[self.nc:])
+            points = np.array(members)
+            pick = {key: (value[points] if value.shape[0] > 1 else value[0])
+                    for key, value in batch.arrays.items()}
+            part = self.outputs(pick["q"], pick["u"], pick["r"] if nr else None, pick["p"], pick["t"],
+                                dependent_q=dq, dependent_u=du, tol=None, threads=threads)
+            independent = (complement(nq, dq) + [nq + i for i in complement(self.nu, du)])
+            nx = len(independent)
+            H = T[points][:, independent, :nx]
+            y[points] = np.asarray(part.y).reshape(len(members), nout)
+            C[points, :, :nx] = np.asarray(part.C).reshape(len(members), nout, nx) @ H
+            D[points] = np.asarray(part.D).reshape(len(members), nout, nr)
+        values = [batch.reshape(y, nout), batch.reshape(C, nout, width), batch.reshape(D, nout, nr)]
+        result = ENTRY_RESULTS["outputs"](self, ["y", "C", "D"], values)
+        result.state_names = tuple(f"y{k}" for k in range(nq - self.nc)) + \
+            tuple(f"z{k}" for k in range(self.nu - self.nv))
+        return result
+
     def _partition_options(self, dependent_q, dependent_u, tol):
         """A partition (names or indices) and tol as the kernel's options of
         an entry point: (dq, du, options)."""
