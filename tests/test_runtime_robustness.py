@@ -145,3 +145,47 @@ def test_another_partition_still_takes_the_general_path(disk, op, monkeypatch):
     disk.linearize(np.tile(op.q, (2, 1)), op.u, dependent_q=["q2"])
     (dq, du), = recorder.partitions
     assert list(dq) == [1] and du is None
+
+
+def test_a_batch_that_does_not_fit_in_memory_is_explained(disk, op, monkeypatch):
+    """linearize's batch path (behind its single-point fast path) turns
+    NumPy's MemoryError into an InputError that names the method and says
+    to split the batch."""
+    from codegen.runtime import kernel
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 80.0 TiB")
+    monkeypatch.setattr(kernel, "linearize", out_of_memory)
+    with pytest.raises(InputError, match=r"disk: linearize: the batch does not fit in memory "
+                                         r"\(Unable to allocate 80.0 TiB\); split it"):
+        disk.linearize(np.tile(op.q, (3, 1)), op.u)
+    A, _ = disk.linearize(op.q, op.u)       # one point: the kernel's single-point path
+    assert A.shape == (disk.nx, disk.nx)
+
+
+def test_single_calls_from_several_threads(disk):
+    """The single-point path keeps one workspace between calls; callers in
+    other threads at the same time (the C runs without the GIL) get their
+    own: four threads of single calls at different points each get their
+    points' results, bit for bit those of one batch."""
+    import threading
+
+    rng = np.random.default_rng(11)
+    points = [disk.complete(rng.normal(scale=0.5, size=disk.nq), rng.normal(size=disk.nu))
+              for _ in range(4)]
+    q, u = (np.array([point[k] for point in points]) for k in (0, 1))
+    expected, _ = disk.linearize(q, u, steady_tol=None)
+    wrong = []
+
+    def work(k):
+        for _ in range(3000):
+            A, _ = disk.linearize(q[k], u[k], steady_tol=None)
+            if not np.array_equal(A, expected[k]):
+                wrong.append(k)
+                return
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []

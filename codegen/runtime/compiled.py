@@ -77,6 +77,8 @@ class CompiledModel:
             raise ImportError(f"generated module {name!r} was built by an older codegen (its kernel "
                               f"has no {missing}); rebuild it: python -m codegen build "
                               f"{name} --force (or codegen.build(model, force=True))")
+        # kernel.linearize_one without its wrapper's frame (a single call's cost is its overhead)
+        self._linearize_one = kernel.linearize_one_function(kernel_module)
         # linearize_local's batches: the size of the local state the last batch
         # had throughout (a guess for the next; nx unless constraints are redundant)
         self._local_width = self.nx
@@ -128,7 +130,6 @@ class CompiledModel:
                 f"{self.nu} speeds ({self.nv} dependent), {self.nr} inputs, {self.np} parameters>")
 
     # -- linearizations ------------------------------------------------------------
-    @explain_memory
     def linearize(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
                   tol=1e-8, steady_tol=STEADY_TOL, threads=None):
         """``(A, B)`` of ``d x/dt = A x + B r`` for the independent states x = [q_i, u_i].
@@ -169,6 +170,30 @@ class CompiledModel:
         :class:`~codegen.errors.NotSteadyWarning` names the states
         (``steady_tol=None`` skips the check).
         """
+        # one point with the default partition and options as option() passes
+        # them (the common call, its checks inline): checked and evaluated in
+        # the kernel where it can
+        if steady_tol is None:
+            steady = -1.0
+        elif type(steady_tol) is float and 0.0 <= steady_tol < math.inf:
+            steady = steady_tol
+        else:
+            steady = None
+        if (steady is not None and dependent_q is None and dependent_u is None and threads is None
+                and type(t) is float and type(tol) is float and tol >= 0.0 and not isinstance(p, dict)):
+            result = self._linearize_one(q, u, r, p, t, tol, self.ill_conditioned, steady)
+            if result is not None:
+                A, B, unsteady = result
+                if unsteady is not None:
+                    diagnostics.warn_not_steady(self, unsteady[None], diagnostics.ONE_POINT,
+                                                "linearize", lambda index: self._default_chart)
+                return A, B
+        return self._linearize_checked(q, u, r, p, t, dependent_q, dependent_u, tol, steady_tol, threads)
+
+    @explain_memory(name="linearize")
+    def _linearize_checked(self, q, u, r, p, t, dependent_q, dependent_u, tol, steady_tol, threads):
+        """linearize with its options checked (the single point again where
+        the kernel can take it, else the batch path)."""
         tolerance = option(self, tol, TOL)
         steady = option(self, steady_tol, STEADY)
         threads = option(self, threads, THREADS)
@@ -176,8 +201,7 @@ class CompiledModel:
         if dq is None and du is None and not isinstance(p, dict) and plain_number(t):
             # one point, default partition, well conditioned, steady: checked
             # and evaluated in the kernel
-            result = kernel.linearize_one(self._kernel, q, u, r, p, float(t), tolerance,
-                                          self.ill_conditioned, steady)
+            result = self._linearize_one(q, u, r, p, float(t), tolerance, self.ill_conditioned, steady)
             if result is not None:
                 A, B, unsteady = result
                 if unsteady is not None:

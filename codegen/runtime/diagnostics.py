@@ -114,16 +114,22 @@ def outside_stacklevel():
 _INSIDE = {}
 
 
-def explain_memory(method):
+def explain_memory(method=None, *, name=None):
     """A batch too large for memory raises InputError saying so (NumPy's
-    MemoryError names the size), not a bare MemoryError."""
+    MemoryError names the size), not a bare MemoryError. ``name``: the
+    method the message names (default: the decorated one; for a method's
+    batch path, which the method calls)."""
+    if method is None:
+        return functools.partial(explain_memory, name=name)
+    called = name or method.__name__
+
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except MemoryError as error:
             raise InputError(
-                f"{self.name}: {method.__name__}: the batch does not fit in memory ({error}); "
+                f"{self.name}: {called}: the batch does not fit in memory ({error}); "
                 "split it into smaller batches, e.g. over the blocks of a dask.array "
                 "(README, Batches)") from None
     return wrapper

@@ -249,20 +249,22 @@ def module_name(kernel):
 
 # -- one point, in the calling thread ------------------------------------------------------
 
-def linearize_one(kernel, q, u, r, p, t, tol, max_condition, steady_tol):
-    """``(A, B, unsteady)`` at one point with the default partition from the
-    arguments as given, or None where the kernel cannot say (not plain
+def linearize_one_function(kernel):
+    """The kernel's function ``(q, u, r, p, t, tol, max_condition,
+    steady_tol) -> (A, B, unsteady)`` at one point with the default partition
+    from the arguments as given, or None where it cannot say (not plain
     vectors, a failed point, a block's condition above ``max_condition``):
     the caller then takes the batch path, which validates, explains and
     warns. ``unsteady``: None, or the flags of the states that are not steady
     in the chart (``steady_tol >= 0``), as a row of the batch path's
-    ``out.unsteady``: the caller warns."""
-    return kernel.linearize_one(q, u, r, p, t, tol, max_condition, steady_tol)
+    ``out.unsteady``: the caller warns. Called directly (a single call's cost
+    is its overhead)."""
+    return kernel.linearize_one
 
 
 def linearize_local_one(kernel, q, u, r, p, t, rank_tol, tol, steady_tol):
     """``(A, B, T, rank_c, rank_v, sigma, chart, unsteady)`` of one point,
-    the arrays trimmed to its size, or None (as :func:`linearize_one`)."""
+    the arrays trimmed to its size, or None (as :func:`linearize_one_function`'s)."""
     return kernel.linearize_local_one(q, u, r, p, t, rank_tol, tol, steady_tol)
 
 
