@@ -164,10 +164,11 @@ def test_a_batch_that_does_not_fit_in_memory_is_explained(disk, op, monkeypatch)
 
 
 def test_single_calls_from_several_threads(disk):
-    """The single-point path keeps one workspace between calls; callers in
-    other threads at the same time (the C runs without the GIL) get their
-    own: four threads of single calls at different points each get their
-    points' results, bit for bit those of one batch."""
+    """The single-point paths (linearize, linearize_local) keep one
+    workspace each between calls; callers in other threads at the same time
+    (the C runs without the GIL) get their own: four threads of single calls
+    at different points each get their points' results, bit for bit those
+    of one batch."""
     import threading
 
     rng = np.random.default_rng(11)
@@ -175,12 +176,14 @@ def test_single_calls_from_several_threads(disk):
               for _ in range(4)]
     q, u = (np.array([point[k] for point in points]) for k in (0, 1))
     expected, _ = disk.linearize(q, u, steady_tol=None)
+    local = disk.linearize_local(q, u, steady_tol=None)
     wrong = []
 
     def work(k):
-        for _ in range(3000):
+        for _ in range(1500):
             A, _ = disk.linearize(q[k], u[k], steady_tol=None)
-            if not np.array_equal(A, expected[k]):
+            A_local = disk.linearize_local(q[k], u[k], steady_tol=None).A
+            if not (np.array_equal(A, expected[k]) and np.array_equal(A_local, local.A[k])):
                 wrong.append(k)
                 return
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]

@@ -322,12 +322,20 @@ def chart_names(model, charts, shape):
     n = charts.shape[0]
     info = dict(charts=charts.reshape(shape + (charts.shape[1],)),
                 chart_names=(model.q_names, model.u_names, model.nc))
-    if n == 1:              # one point (a single call): a few ints, no NumPy reductions
-        row = charts[0].tolist()
-        if any(i < 0 for i in row):
-            return dict(info, chart="null space", dependent_q=None, dependent_u=None)
-        return dict(info, chart="partition", dependent_q=tuple(model.q_names[i] for i in row[:model.nc]),
-                    dependent_u=tuple(model.u_names[i] for i in row[model.nc:]))
+    if n == 1:              # one point (a single call): its chart's names formed once per model
+        key = tuple(charts[0].tolist())
+        cache = model.__dict__.setdefault("_chart_names", {})
+        found = cache.get(key)
+        if found is None:
+            if len(cache) > 64:
+                cache.clear()
+            if any(i < 0 for i in key):
+                found = dict(chart="null space", dependent_q=None, dependent_u=None)
+            else:
+                found = dict(chart="partition", dependent_q=tuple(model.q_names[i] for i in key[:model.nc]),
+                             dependent_u=tuple(model.u_names[i] for i in key[model.nc:]))
+            cache[key] = found
+        return dict(info, **found)
     if n and (charts.size == 0 or charts.min() >= 0 and (charts == charts[0]).all()):
         return dict(info, chart="partition",
                     dependent_q=tuple(model.q_names[i] for i in charts[0, :model.nc]),
