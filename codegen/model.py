@@ -676,8 +676,8 @@ class Model:
         if K.free_symbols - {self.time} or find_dynamicsymbols(K):
             if any(K[i, j] != 0 for i in range(K.rows) for j in range(K.cols) if i != j):
                 raise ModelError(
-                    f"{what}; their coefficients in the auxiliary equations depend on the "
-                    "configuration and couple them (no symbolic inversion is made): express "
+                    f"{what}; their coefficients in the auxiliary equations are not constant "
+                    "and couple them (no symbolic inversion is made): express "
                     "each reaction along its auxiliary speed's direction (its partial "
                     "velocity), as SymPy's examples do")
             if any(K[i, i] == 0 for i in range(K.rows)):
