@@ -183,11 +183,9 @@ class CompiledModel:
                 and type(t) is float and type(tol) is float and tol >= 0.0 and not isinstance(p, dict)):
             result = self._linearize_one(q, u, r, p, t, tol, self.ill_conditioned, steady)
             if result is not None:
-                A, B, unsteady = result
-                if unsteady is not None:
-                    diagnostics.warn_not_steady(self, unsteady[None], diagnostics.ONE_POINT,
-                                                "linearize", lambda index: self._default_chart)
-                return A, B
+                if result[2] is not None:
+                    self._warn_one_point(result[2])
+                return result[0], result[1]
         return self._linearize_checked(q, u, r, p, t, dependent_q, dependent_u, tol, steady_tol, threads)
 
     @explain_memory(name="linearize")
@@ -203,12 +201,16 @@ class CompiledModel:
             # and evaluated in the kernel
             result = self._linearize_one(q, u, r, p, float(t), tolerance, self.ill_conditioned, steady)
             if result is not None:
-                A, B, unsteady = result
-                if unsteady is not None:
-                    diagnostics.warn_not_steady(self, unsteady[None], diagnostics.ONE_POINT,
-                                                "linearize", lambda index: self._default_chart)
-                return A, B
+                if result[2] is not None:
+                    self._warn_one_point(result[2])
+                return result[0], result[1]
         return self._linearize(q, u, r, p, t, dq, du, tol, tolerance, steady, threads, False)
+
+    def _warn_one_point(self, unsteady):
+        """linearize's warning of a single point that is not steady in the
+        default partition's chart (``unsteady``: the kernel's flags)."""
+        diagnostics.warn_not_steady(self, unsteady[None], diagnostics.ONE_POINT, "linearize",
+                                    lambda index: self._default_chart)
 
     @explain_memory
     def linearize_full(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
