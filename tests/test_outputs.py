@@ -495,6 +495,9 @@ def test_outputs_in_the_local_form_basis(pendulum, build_dir):
                                    atol=1e-15)
         np.testing.assert_array_equal(one.y, pendulum.outputs(q[k], u[k], r[k], t=t[k]).y)
 
+    empty = pendulum.outputs_local(np.zeros((0, 2)), np.zeros((0, 2)))
+    assert [a.shape for a in empty] == [(0, 6), (0, 6, 2), (0, 6, 1)]
+
     import importlib
     parallelogram = importlib.import_module("user_models.redundant_parallelogram")
     module = codegen.build(parallelogram.make_model(outputs={"crank": me.dynamicsymbols("q1")},

@@ -569,7 +569,7 @@ class CompiledModel:
                                      threads=threads)
         batch = arguments.batch(self, q, u, r, p, t)
         n, nq, nout, nr = batch.size, self.nq, len(self.y_names), self.nr
-        charts = np.asarray(local._charts).reshape(n, -1)
+        charts = np.asarray(local._charts).reshape(n, self.nc + self.nv)
         singular = np.flatnonzero((charts < 0).any(axis=1)) if charts.size else np.zeros(0, int)
         if singular.size:
             index = int(singular[0])
@@ -581,8 +581,8 @@ class CompiledModel:
                 f"rank_tol {local.rank_tol:g}): linearize_local's chart there is the null spaces', "
                 "in which the outputs' linearization is not computed; use outputs with a partition "
                 "that is regular there, or linearize_descriptor")
-        T = np.asarray(local.embedding).reshape(n, nq + self.nu, -1)
-        width = T.shape[2]
+        width = np.asarray(local.embedding).shape[-1] if n else self.nx
+        T = np.asarray(local.embedding).reshape(n, nq + self.nu, width)
         y, C, D = np.empty((n, nout)), np.full((n, nout, width), np.nan), np.empty((n, nout, nr))
         groups = {}
         for k in range(n):
