@@ -3591,18 +3591,21 @@ int disk_sensitivities(double t, const double *q, const double *u, const double 
     if (condition) disk_partition_condition(w, 0, condition);
     if (unsteady) disk_unsteady_states(w, 0, A, 0, steady_tol, unsteady);
     (void)C; (void)D;
-    /* the tangents' structural zeros (never written) */
-    zero_runs(sw->d_J_c, zeros_J_c, 2);
-    zero_runs(sw->d_J_vq, zeros_J_vq, 3);
-    zero_runs(sw->d_B_v, zeros_B_v, 6);
-    zero_runs(sw->d_M_qq, zeros_M_qq, 7);
-    zero_runs(sw->d_M_uu, zeros_M_uu, 18);
-    zero_runs(sw->d_speed_residual, zeros_speed_residual, 2);
-    zero_runs(sw->d_A_qq, zeros_A_qq, 6);
-    zero_runs(sw->d_A_qu, zeros_A_qu, 6);
-    zero_runs(sw->d_M_uq, zeros_M_uq, 3);
-    zero_runs(sw->d_A_uq, zeros_A_uq, 9);
-    zero_runs(sw->d_A_uu, zeros_A_uu, 9);
+    /* the tangents' structural zeros (never written), which the looped tangent
+       stages read */
+    {
+        zero_runs(sw->d_J_c, zeros_J_c, 2);
+        zero_runs(sw->d_J_vq, zeros_J_vq, 3);
+        zero_runs(sw->d_B_v, zeros_B_v, 6);
+        zero_runs(sw->d_M_qq, zeros_M_qq, 7);
+        zero_runs(sw->d_M_uu, zeros_M_uu, 18);
+        zero_runs(sw->d_speed_residual, zeros_speed_residual, 2);
+        zero_runs(sw->d_A_qq, zeros_A_qq, 6);
+        zero_runs(sw->d_A_qu, zeros_A_qu, 6);
+        zero_runs(sw->d_M_uq, zeros_M_uq, 3);
+        zero_runs(sw->d_A_uq, zeros_A_uq, 9);
+        zero_runs(sw->d_A_uu, zeros_A_uu, 9);
+    }
     for (j = 0; j < NSENS; ++j) {
         /* the direction of parameter j; the dependent coordinates and speeds
            from the residuals' tangents with the others held */
