@@ -43,37 +43,37 @@ def bicycle_sensitive(build_dir):
 
 
 def finite_differences(module, q, u, r, p, index, step, dependent_q=None, dependent_u=None,
-                       outputs=False):
+                       outputs=False, t=0.0):
     """Fourth-order central differences of (A, B) (or (C, D)) in p[index],
     the dependent coordinates and speeds completed at each parameter value."""
     values = {}
     for k in (-2, -1, 1, 2):
         p_k = np.array(p, dtype=float)
         p_k[index] += k * step
-        q_k, u_k = module.complete(q, u, r, p_k, dependent_q=dependent_q, dependent_u=dependent_u,
+        q_k, u_k = module.complete(q, u, r, p_k, t, dependent_q=dependent_q, dependent_u=dependent_u,
                                    tol=1e-14)
         if outputs:
-            _, C, D = module.outputs(q_k, u_k, r, p_k, dependent_q=dependent_q,
+            _, C, D = module.outputs(q_k, u_k, r, p_k, t, dependent_q=dependent_q,
                                      dependent_u=dependent_u, tol=1e-10)
             values[k] = (C, D)
         else:
-            values[k] = module.linearize(q_k, u_k, r, p_k, dependent_q=dependent_q,
+            values[k] = module.linearize(q_k, u_k, r, p_k, t, dependent_q=dependent_q,
                                          dependent_u=dependent_u, tol=1e-10)
     return tuple((-values[2][i] + 8 * values[1][i] - 8 * values[-1][i] + values[-2][i]) / (12 * step)
                  for i in range(2))
 
 
 def assert_matches_differences(module, q, u, r=None, p=None, dependent_q=None, dependent_u=None,
-                               rtol=1e-7):
+                               rtol=1e-7, t=0.0):
     p = np.array(module.default_parameters if p is None else p, dtype=float)
-    result = module.sensitivities(q, u, r, p, dependent_q=dependent_q, dependent_u=dependent_u)
-    A, B = module.linearize(q, u, r, p, dependent_q=dependent_q, dependent_u=dependent_u)
+    result = module.sensitivities(q, u, r, p, t, dependent_q=dependent_q, dependent_u=dependent_u)
+    A, B = module.linearize(q, u, r, p, t, dependent_q=dependent_q, dependent_u=dependent_u)
     np.testing.assert_allclose(result.A, A, rtol=0, atol=1e-12 * np.abs(A).max())
     scale = max(1.0, np.abs(A).max())
     for j, name in enumerate(result.p_names):
         index = module.p_names.index(name)
         step = 1e-4 * max(1.0, abs(p[index]))
-        dA, dB = finite_differences(module, q, u, r, p, index, step, dependent_q, dependent_u)
+        dA, dB = finite_differences(module, q, u, r, p, index, step, dependent_q, dependent_u, t=t)
         np.testing.assert_allclose(result.dA[j], dA, rtol=0, atol=rtol * scale, err_msg=name)
         np.testing.assert_allclose(result.dB[j], dB, rtol=0, atol=rtol * max(1.0, np.abs(B).max(initial=0.0)),
                                    err_msg=name)

@@ -1,0 +1,39 @@
+"""Parameter sensitivities of models written outside the project, against
+fourth-order differences of the module itself (the dependent coordinates and
+speeds re-solved at each perturbed parameter): time-dependent constraints,
+a nonholonomic constraint, time in the kinematics, and a model formed with
+LagrangesMethod. Apart from tests/test_sensitivities.py so that the two run
+on different test workers.
+"""
+
+import pytest
+
+import codegen
+from test_sensitivities import assert_matches_differences
+
+
+@pytest.mark.parametrize("name", ["driven_pendulum", "sled", "rotating_wire"])
+def test_user_models_against_finite_differences(name, build_dir):
+    """Every parameter of the user models (tests/user_models/), written
+    outside the project: explicit time in the configuration constraints
+    (the driven pendulum: its pivot's amplitude and frequency move the
+    dependent coordinates), a nonholonomic constraint (the sled), explicit
+    time in the kinematics (the bead on a turning wire), at points that are
+    not equilibria, with time and inputs."""
+    import importlib
+    source = importlib.import_module(f"user_models.{name}")
+    module = codegen.build(source.make_model().with_sensitivities("all"), output_dir=build_dir)
+    for seed in (1, 2):
+        q, u, r, p, t = source.operating_point(seed)
+        assert_matches_differences(module, q, u, r, p, t=t)
+
+
+def test_a_lagrange_model_against_finite_differences(build_dir):
+    """The four-bar formed with LagrangesMethod through SymPy's System
+    (tests/lagrange_models/): its link lengths move the dependent angles."""
+    import sympy.physics.mechanics as me
+    from lagrange_models import systems
+    module = codegen.build(systems.fourbar(me.LagrangesMethod).with_sensitivities("all"),
+                           output_dir=build_dir)
+    q, u = module.complete([0.7, 0.5, -0.9], [0.6, 0.0, 0.0], [0.4])
+    assert_matches_differences(module, q, u, [0.4], t=0.3)
