@@ -292,13 +292,20 @@ def local_chart(model, chart, ranks):
     """(state names, description) of a local form's chart (a kernel row of
     dependent indices, and the point's ranks), formed once per chart and
     model (each warning of a moving point says it)."""
-    key = (tuple(chart.tolist()), int(ranks[0]), int(ranks[1]))
-    cache = model.__dict__.setdefault("_local_chart_texts", {})
-    if key not in cache:
-        if len(cache) > 64:             # a batch that visits many charts
-            cache.clear()
-        cache[key] = _local_chart(model, chart, ranks)
-    return cache[key]
+    return per_model(model, "_local_chart_texts", (tuple(chart.tolist()), int(ranks[0]), int(ranks[1])),
+                     lambda: _local_chart(model, chart, ranks))
+
+
+def per_model(model, cache, key, make):
+    """``make()``, kept per model in its cache of that name by ``key`` (at
+    most 64 kept: a batch may visit many charts)."""
+    found = model.__dict__.setdefault(cache, {})
+    value = found.get(key)
+    if value is None:
+        if len(found) > 64:
+            found.clear()
+        value = found[key] = make()
+    return value
 
 
 def _local_chart(model, chart, ranks):
@@ -314,6 +321,14 @@ def _local_chart(model, chart, ranks):
                    f"states {', '.join(names)}")
 
 
+def _point_chart(model, row):
+    """chart, dependent_q, dependent_u (names) of one point's chart row."""
+    if any(i < 0 for i in row):
+        return dict(chart="null space", dependent_q=None, dependent_u=None)
+    return dict(chart="partition", dependent_q=tuple(model.q_names[i] for i in row[:model.nc]),
+                dependent_u=tuple(model.u_names[i] for i in row[model.nc:]))
+
+
 def chart_names(model, charts, shape):
     """The chart of a LocalLinearization: ``chart``, ``dependent_q``,
     ``dependent_u`` (names) where every point has the same chart, and the
@@ -323,23 +338,10 @@ def chart_names(model, charts, shape):
     info = dict(charts=charts.reshape(shape + (charts.shape[1],)),
                 chart_names=(model.q_names, model.u_names, model.nc))
     if n == 1:              # one point (a single call): its chart's names formed once per model
-        key = tuple(charts[0].tolist())
-        cache = model.__dict__.setdefault("_chart_names", {})
-        found = cache.get(key)
-        if found is None:
-            if len(cache) > 64:
-                cache.clear()
-            if any(i < 0 for i in key):
-                found = dict(chart="null space", dependent_q=None, dependent_u=None)
-            else:
-                found = dict(chart="partition", dependent_q=tuple(model.q_names[i] for i in key[:model.nc]),
-                             dependent_u=tuple(model.u_names[i] for i in key[model.nc:]))
-            cache[key] = found
-        return dict(info, **found)
+        return dict(info, **per_model(model, "_chart_names", tuple(charts[0].tolist()),
+                                      lambda: _point_chart(model, charts[0].tolist())))
     if n and (charts.size == 0 or charts.min() >= 0 and (charts == charts[0]).all()):
-        return dict(info, chart="partition",
-                    dependent_q=tuple(model.q_names[i] for i in charts[0, :model.nc]),
-                    dependent_u=tuple(model.u_names[i] for i in charts[0, model.nc:]))
+        return dict(info, **_point_chart(model, charts[0].tolist()))
     if n and (charts < 0).any(axis=1).all():
         return dict(info, chart="null space", dependent_q=None, dependent_u=None)
     return dict(info, chart="mixed" if n else "partition", dependent_q=None, dependent_u=None)
