@@ -345,6 +345,32 @@ ENTRY_POINTS = (
                            "unsteady_states(work, NULL, A, T, steady_tol) after each point "
                            "(width entries, those beyond nx 0)"))),
     EntryPoint(
+        "outputs_local",
+        """The outputs y = h(q, qd*, u, ud*, r, t) at (t, q, u, r, p) and their
+        linearization y = C x + D r in the states x of the local form
+        (linearize_local's at the same point and rank_tol: its chart, its
+        bases, its nx): C = H_q T_q + H_u T_u + H_rates A', D = H_r +
+        H_rates B', with T = [T_q; T_u] the local form's embedding and A',
+        B' the rates of all coordinates, speeds and multipliers in its
+        states (through the null space of B_v; where a rank dropped, the
+        minimum-norm multipliers, as linearize_local's). C is packed with nx
+        = (NQ - ranks[0]) + (NU - ranks[1]) columns.""",
+        POINT + (
+            RANK_TOL, TOL,
+            Parameter("y", "output", "double *", (("nout",), ("one",)), True, "y = h at the point"),
+            Parameter("C", "output", "double *", (("nout",), ("ns",)), True,
+                      "NOUT x nx: d y/d x in the local states", packed=True),
+            Parameter("D", "output", "double *", (("nout",), ("nr",)), True, "d y/d r"),
+            RANKS,
+            Parameter("chart", "output", "int *", (("nc", "nv"), ("one",)), True,
+                      "as linearize_local's"),
+        ),
+        family="local",
+        stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
+                "partition", "solution", "local_chart", "constraint_svds", "null_space_rates",
+                "default_conditions", "chart_partition", "partition_rates", "null_space_chart",
+                "local_rates", "local_outputs")),
+    EntryPoint(
         "constraint_singular_values",
         """The singular values of J_c and B_v at (t, q, u, p), and the ranks
         as linearize_local decides them; the same numbers as linearize_local's

@@ -180,6 +180,9 @@ ARRAYS = {
     "T_partition": (("ns",), ("nx",)), "rates_partition": (("nq", "nw"), ("nx",)),
     "Kq_C0": (("nv",), ("nqi",)),
     "C_1": (("nu",), ("nq",)), "T_null": (("ns",), ("ns",)), "rates_null": (("nq", "nw"), ("ns",)),
+    # -- the outputs' linearization in the local form's states: C (nlx
+    #    columns) and D
+    "C_local": (("nout",), ("ns",)), "D_local": (("nout",), ("nr",)),
     # -- the descriptor form
     "projector_c": (("nc",), ("nc",)), "projector_v": (("nv",), ("nv",)),
     # -- equilibrium
@@ -1179,6 +1182,33 @@ def _null_space_chart(kinematic_identity):
     )
 
 
+def _local_rates(kinematic_identity):
+    """In a partition's chart (its embedding T in T_null's first NX
+    columns), the rates of every coordinate, speed and multiplier in the
+    local form's states, A' = M^-1 A~ T and B', through the null space of B_v
+    (of full rank here: the unique solution), where the null spaces' chart
+    has its own."""
+    return _embedded_rates("T_null", "rates_null", ("nlx",), kinematic_identity)
+
+
+# The outputs y = h(q, qd, u, ud, r, t) linearized in the local form's states
+# x (either chart), after its embedding T = [T_q; T_u] and the rates A' = M^-1
+# A~ T, B' (all rows, the multipliers' included) are in the workspace: dq =
+# T_q x, du = T_u x, d[qd; ud; lambda] = A' x + B' dr, so
+#     C = H_q T_q + H_u T_u + H_rates A',   D = H_r + H_rates B'
+# (at a singular configuration the multipliers are the minimum-norm ones).
+LOCAL_OUTPUTS = (
+    Multiply(View("C_local", cols=("nlx",)), View("H_q"), View("T_null", rows=("nq",), cols=("nlx",)),
+             what="C = H_q T_q + H_u T_u + H_rates A'"),
+    AddProduct(View("C_local", cols=("nlx",)), View("H_u"),
+               View("T_null", row_start=("nq",), rows=("nu",), cols=("nlx",))),
+    AddProduct(View("C_local", cols=("nlx",)), View("H_rates"), View("rates_null", cols=("nlx",))),
+    Copy(View("D_local"), View("H_r"), what="D = H_r + H_rates B'"),
+    AddProduct(View("D_local"), View("H_rates"), View("B_full")),
+    CheckFinite((View("y"), View("C_local", cols=("nlx",)), View("D_local")), what="y, C and D"),
+)
+
+
 def _descriptor(kinematic_identity):
     """The descriptor form E w' = A w + B r (González et al., eqs. 7-8) at the
     point the null-space rates evaluated: the linearization of f_k(q, q' -
@@ -1403,6 +1433,10 @@ def procedure(kinematic_identity, multipliers=True):
               "a partition's A and B by the null-space solve", renderings="looped"),
         Stage("null_space_chart", None, _null_space_chart(kinematic_identity),
               "the local form in the null spaces' chart", renderings="looped"),
+        Stage("local_rates", None, _local_rates(kinematic_identity),
+              "the rates in a partition's chart's local states (for the outputs)", renderings="looped"),
+        Stage("local_outputs", None, LOCAL_OUTPUTS,
+              "the outputs' C, D in the local form's states", renderings="looped"),
         Stage("partition_conditions", None, PARTITION_CONDITIONS,
               "the condition estimates of the workspace's partition", renderings="looped"),
         Stage("descriptor", None, _descriptor(kinematic_identity), "the descriptor form",

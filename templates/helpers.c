@@ -304,6 +304,16 @@ static void rotate_rows(int rows, int cols, int count, view v)
     reverse_rows(v, 0, rows, cols);
 }
 
+/* Rows of cols entries packed one after another at a (stride cols) spread in
+   place to rows of stride entries (stride >= cols): from the last entry
+   back, so no entry is overwritten before it is read. */
+static void widen_rows(int rows, int cols, int stride, double *a)
+{
+    int i, j;
+    for (i = rows - 1; i >= 0; --i)
+        for (j = cols - 1; j >= 0; --j) a[i * stride + j] = a[i * cols + j];
+}
+
 static void copy_indices(int count, const int *source, int *destination)
 {
     int i;

@@ -291,14 +291,22 @@ DRIVER = r"""
 int main(void)
 {
     NAME_workspace work;
+    NAME_local_workspace local;
     const double q[MACRO_NQ] = {QVALUES}, u[MACRO_NU] = {UVALUES}, r[MACRO_NR] = {RVALUES};
     double y[MACRO_NOUT], C[MACRO_NOUT * MACRO_NX], D[MACRO_NOUT * MACRO_NR];
+    double C_local[MACRO_NOUT * (MACRO_NQ + MACRO_NU)];
+    int ranks[2], chart[MACRO_NC + MACRO_NV];
     int k, status = NAME_outputs(0.3, q, u, r, 0, 0, 0, 1e-8, y, C, D, &work);
     printf("%d\n", status);
     for (k = 0; k < MACRO_NOUT; ++k) printf("%s %.17g\n", NAME_y_names[k], y[k]);
     for (k = 0; k < MACRO_NOUT * MACRO_NX; ++k) printf("%.17g\n", C[k]);
     for (k = 0; k < MACRO_NOUT * MACRO_NR; ++k) printf("%.17g\n", D[k]);
     status = NAME_outputs(0.3, q, u, r, 0, 0, 0, 1e-8, y, 0, 0, &work);   /* y alone */
+    if (status != 0) return status;
+    /* the local form's basis: C packed with nx = NX columns here */
+    status = NAME_outputs_local(0.3, q, u, r, 0, 0.0, 1e-8, y, C_local, D, ranks, chart, &local);
+    printf("local %d %d %d\n", status, ranks[0], ranks[1]);
+    for (k = 0; k < MACRO_NOUT * MACRO_NX; ++k) printf("%.17g\n", C_local[k]);
     return status;
 }
 """
@@ -340,10 +348,15 @@ def test_the_c_of_a_model_with_outputs_compiles_strictly_and_agrees(pendulum, tm
     nout = len(pendulum.y_names)
     assert [line.split()[0] for line in lines[1:1 + nout]] == list(pendulum.y_names)
     y = [float(line.split()[1]) for line in lines[1:1 + nout]]
-    rest = np.array([float(line) for line in lines[1 + nout:]])
+    split = next(k for k, line in enumerate(lines) if line.startswith("local"))
+    rest = np.array([float(line) for line in lines[1 + nout:split]])
     np.testing.assert_allclose(y, expected.y, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(rest[:expected.C.size], expected.C.ravel(), rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(rest[expected.C.size:], expected.D.ravel(), rtol=1e-13, atol=1e-14)
+    assert lines[split].split()[1:] == ["0", str(pendulum.nc), str(pendulum.nv)]
+    local = pendulum.outputs_local(q, u, r, t=0.3)
+    np.testing.assert_allclose(np.array([float(line) for line in lines[split + 1:]]), local.C.ravel(),
+                               rtol=1e-13, atol=1e-14)
 
 
 def test_multipliers_as_outputs(build_dir):
@@ -465,9 +478,7 @@ def test_outputs_in_the_local_form_basis(pendulum, build_dir):
     embedding (each local state moved, the point completed back onto the
     manifold in the chart's partition); a batch whose points lie in two
     charts (the pendulum near horizontal, where the default partition is
-    singular) equals its points one by one. At a singular configuration
-    (the redundant parallelogram: J_c of rank 3 of 4 everywhere) the call
-    is refused, naming the ranks."""
+    singular) equals its points one by one."""
     L = PARAMETERS["L"]
     near_horizontal = pendulum.complete([L, 1e-5], [0.0, 0.3], dependent_q=["y"], dependent_u=["uy"])
     points = [moving_point(pendulum), near_horizontal, moving_point(pendulum, -0.2, 0.4)]
@@ -493,15 +504,47 @@ def test_outputs_in_the_local_form_basis(pendulum, build_dir):
         np.testing.assert_allclose(one.C, np.array(columns).T, rtol=0, atol=1e-7 * np.abs(one.C).max())
         np.testing.assert_allclose(one.D, pendulum.outputs(q[k], u[k], r[k], t=t[k]).D, rtol=1e-13,
                                    atol=1e-15)
-        np.testing.assert_array_equal(one.y, pendulum.outputs(q[k], u[k], r[k], t=t[k]).y)
+        # y from the rates through the null space of B_v: the same to rounding
+        np.testing.assert_allclose(one.y, pendulum.outputs(q[k], u[k], r[k], t=t[k]).y, rtol=1e-13,
+                                   atol=1e-15)
 
     empty = pendulum.outputs_local(np.zeros((0, 2)), np.zeros((0, 2)))
     assert [a.shape for a in empty] == [(0, 6), (0, 6, 2), (0, 6, 1)]
 
+
+def test_outputs_in_the_null_spaces_chart(build_dir):
+    """outputs_local at a singular configuration (the redundant
+    parallelogram: J_c of rank 3 of 4 everywhere on its branch), where no
+    partition exists and the local form is the null spaces': the outputs
+    q_k have C = T_q (the embedding's rows), the accelerations u_k' have C =
+    A'_u, whose projection N_u^T A'_u is linearize_local's A (its z rows);
+    and the crank's acceleration and its D against the branch's closed form
+    I phi'' = -c cos phi + T."""
     import importlib
     parallelogram = importlib.import_module("user_models.redundant_parallelogram")
-    module = codegen.build(parallelogram.make_model(outputs={"crank": me.dynamicsymbols("q1")},
-                                                    name="parallelogram_outputs"), output_dir=build_dir)
-    q, u = parallelogram.branch_point(0.6, rate=0.4)
-    with pytest.raises(InputError, match="singular configuration .J_c has rank 3 of 4.*null spaces'"):
-        module.outputs_local(q, u)
+    kane, _, _ = parallelogram.equations()
+    t = me.dynamicsymbols._t
+    outputs = {**{f"angle{k}": q for k, q in enumerate(kane.q)},
+               **{f"acceleration{k}": u.diff(t) for k, u in enumerate(kane.u)}}
+    module = codegen.build(parallelogram.make_model(outputs=outputs, name="parallelogram_outputs"),
+                           output_dir=build_dir)
+    phi, torque = 0.6, 0.25
+    q, u = parallelogram.branch_point(phi, rate=0.4)
+    result = module.outputs_local(q, u, [torque])
+    local = module.linearize_local(q, u, [torque], steady_tol=None)
+    assert (local.rank_c, local.rank_v, local.chart) == (3, 3, "null space")
+    assert result.state_names == ("y0", "z0") and result.C.shape == (8, 2)
+    T = local.embedding
+    np.testing.assert_allclose(result.C[:4], T[:4], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(T[4:, 1:].T @ result.C[4:], local.A[1:], rtol=1e-12,
+                               atol=1e-12 * np.abs(local.A).max())
+    np.testing.assert_allclose(result.y[:4], q, rtol=0, atol=0)
+    I, c = parallelogram.closed_form()
+    np.testing.assert_allclose(result.y[4], (-c * np.cos(phi) + torque) / I, rtol=1e-12)
+    np.testing.assert_allclose(result.D[4], [1.0 / I], rtol=1e-12)
+    np.testing.assert_allclose(result.D[:4], 0.0, atol=0)
+    # a batch with a point off the branch's singular set is not needed: the
+    # whole branch is singular; the batch equals its points one by one
+    batch = module.outputs_local(np.array([q, q]), np.array([u, u]), [[torque], [0.0]])
+    np.testing.assert_array_equal(batch.C[0], result.C)
+    np.testing.assert_array_equal(batch.D[1], result.D)

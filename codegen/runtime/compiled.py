@@ -551,59 +551,42 @@ class CompiledModel:
     def outputs_local(self, q, u, r=None, p=None, t=0.0, *, rank_tol=None, tol=1e-8, threads=None):
         """The outputs ``y`` and their linearization ``y = C x + D r`` in the
         states x of :meth:`linearize_local` at each point (the same
-        ``rank_tol``: its chart and its bases), an
+        ``rank_tol``: its chart, its bases and its nx), an
         :class:`~codegen.runtime.results.OutputLinearization` ``(y, C, D)``
-        whose ``state_names`` are the local states ``y0, y1, ..., z0, ...``.
-        Where the local chart is a partition's (J_c and B_v of full rank), its
-        independent states are x_p = H x, H the rows of the embedding T at
-        them, so C = C_p H with C_p the outputs' C in that partition (exact,
-        from the same stages as :meth:`outputs`). At a singular configuration
-        (a rank of J_c or B_v drops: the null spaces' chart) no partition
-        exists and the outputs' linearization is not computed: the call is
-        refused, naming the point. Arguments and batches as for
-        :meth:`linearize`."""
+        whose ``state_names`` are the local states ``y0, y1, ..., z0, ...``,
+        from the generated C (``<model>_outputs_local``): C = H_q T_q + H_u T_u
+        + H_rates A', D = H_r + H_rates B' with T = [T_q; T_u] the local
+        form's embedding and A', B' the rates of every coordinate, speed and
+        multiplier in its states, exact (no differences). At a singular
+        configuration (the null spaces' chart) the rates are the minimum-norm
+        solution's, as linearize_local's: outputs that hold multipliers are
+        then those of the minimum-norm multipliers. Where nx differs within a
+        batch, C is padded with NaN to the largest and ``state_names`` are
+        the largest chart's. Arguments and batches as for :meth:`linearize`."""
         if not self.y_names:
             raise InputError(f"{self.name}: the model has no outputs; build it with "
                              "Model(..., outputs={name: expression})")
-        local = self.linearize_local(q, u, r, p, t, rank_tol=rank_tol, tol=tol, steady_tol=None,
-                                     threads=threads)
+        options = dict(rank_tol=option(self, rank_tol, RANK_TOL), tol=option(self, tol, TOL))
+        threads = option(self, threads, THREADS)
         batch = arguments.batch(self, q, u, r, p, t)
-        n, nq, nout, nr = batch.size, self.nq, len(self.y_names), self.nr
-        charts = np.asarray(local._charts).reshape(n, self.nc + self.nv)
-        singular = np.flatnonzero((charts < 0).any(axis=1)) if charts.size else np.zeros(0, int)
-        if singular.size:
-            index = int(singular[0])
-            one = local.point(index) if batch.shape else local
-            where = f" at batch index {diagnostics.batch_position(batch, index)}" if batch.shape else ""
-            raise InputError(
-                f"{self.name}: outputs_local: the point{where} is at a singular configuration "
-                f"(J_c has rank {one.rank_c} of {self.nc}, B_v rank {one.rank_v} of {self.nv} with "
-                f"rank_tol {local.rank_tol:g}): linearize_local's chart there is the null spaces', "
-                "in which the outputs' linearization is not computed; use outputs with a partition "
-                "that is regular there, or linearize_descriptor")
-        width = np.asarray(local.embedding).shape[-1] if n else self.nx
-        T = np.asarray(local.embedding).reshape(n, nq + self.nu, width)
-        y, C, D = np.empty((n, nout)), np.full((n, nout, width), np.nan), np.empty((n, nout, nr))
-        groups = {}
-        for k in range(n):
-            groups.setdefault(tuple(charts[k].tolist()), []).append(k)
-        for chart, members in groups.items():
-            dq, du = list(chart[:self.nc]), list(chart[self.nc:])
-            points = np.array(members)
-            pick = {key: (value[points] if value.shape[0] > 1 else value[0])
-                    for key, value in batch.arrays.items()}
-            part = self.outputs(pick["q"], pick["u"], pick["r"] if nr else None, pick["p"], pick["t"],
-                                dependent_q=dq, dependent_u=du, tol=None, threads=threads)
-            independent = (complement(nq, dq) + [nq + i for i in complement(self.nu, du)])
-            nx = len(independent)
-            H = T[points][:, independent, :nx]
-            y[points] = np.asarray(part.y).reshape(len(members), nout)
-            C[points, :, :nx] = np.asarray(part.C).reshape(len(members), nout, nx) @ H
-            D[points] = np.asarray(part.D).reshape(len(members), nout, nr)
-        values = [batch.reshape(y, nout), batch.reshape(C, nout, width), batch.reshape(D, nout, nr)]
+        n, nq, nu, nout, nr = batch.size, self.nq, self.nu, len(self.y_names), self.nr
+        batch.check_fits(self.name, nout * (1 + nq + nu + nr) + 2 + self.nc + self.nv)
+        status, index, out = kernel.call(self._kernel, "outputs_local", batch, options,
+                                         threads=threads, work=self.operation_count)
+        if status != OK:
+            raise_status(self, status, index, batch, tol=tol, partitioned=False)
+        ranks = out.ranks.reshape(n, 2)
+        widths = (nq - ranks[:, 0]) + (nu - ranks[:, 1])
+        width = int(widths.max()) if n else self.nx
+        C = np.full((n, nout, width), np.nan)
+        for k in np.unique(widths):
+            points = np.flatnonzero(widths == k)
+            C[points, :, :k] = out.C[points, :nout * k].reshape(len(points), nout, k)
+        values = [batch.reshape(out.y, nout), batch.reshape(C, nout, width), batch.reshape(out.D, nout, nr)]
         result = ENTRY_RESULTS["outputs"](self, ["y", "C", "D"], values)
-        result.state_names = tuple(f"y{k}" for k in range(nq - self.nc)) + \
-            tuple(f"z{k}" for k in range(self.nu - self.nv))
+        widest = int(np.argmax(widths)) if n else None
+        ny = nq - (int(ranks[widest, 0]) if n else self.nc)
+        result.state_names = tuple(f"y{k}" for k in range(ny)) + tuple(f"z{k}" for k in range(width - ny))
         return result
 
     def _partition_options(self, dependent_q, dependent_u, tol):

@@ -150,7 +150,7 @@ def missing_function(kernel):
     """The first function a current runtime needs that the kernel lacks (a
     build of an older codegen), or None."""
     for function in ("linearize_local", "constraint_singular_values", "constraint_maps",
-                     "ENTRY_POINTS", "ONE_POINT_FLAGS"):
+                     "outputs_local", "ENTRY_POINTS", "ONE_POINT_FLAGS"):
         if not hasattr(kernel, function):
             return function
     sensitivities = entry_point(kernel, "sensitivities")

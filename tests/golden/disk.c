@@ -427,6 +427,16 @@ static void rotate_rows(int rows, int cols, int count, view v)
     reverse_rows(v, 0, rows, cols);
 }
 
+/* Rows of cols entries packed one after another at a (stride cols) spread in
+   place to rows of stride entries (stride >= cols): from the last entry
+   back, so no entry is overwritten before it is read. */
+static void widen_rows(int rows, int cols, int stride, double *a)
+{
+    int i, j;
+    for (i = rows - 1; i >= 0; --i)
+        for (j = cols - 1; j >= 0; --j) a[i * stride + j] = a[i * cols + j];
+}
+
 static void copy_indices(int count, const int *source, int *destination)
 {
     int i;
@@ -2950,6 +2960,88 @@ static int general_null_space_chart(disk_local_workspace *lw, double t, const do
     return DISK_OK;
 }
 
+/* the rates in a partition's chart's local states (for the outputs): the looped rendering */
+static int general_local_rates(disk_local_workspace *lw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &lw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* A~_q = A_qq T_q + A_qu T_u */
+    product_view(NQ, NQ, NLX, make_view(w->A_qq, NQ, 0, 0, 0),
+                 make_view(lw->T_null, NS, 0, 0, 0), make_view(lw->rates_null, NS, 0, 0, 0), SET);
+    product_view(NQ, NU, NLX, make_view(w->A_qu, NU, 0, 0, 0),
+                 make_view(lw->T_null + NQ * NS, NS, 0, 0, 0), make_view(lw->rates_null, NS, 0, 0, 0), ADD);
+    /* A~_u = A_uq T_q + A_uu T_u */
+    product_view(NW, NQ, NLX, make_view(w->A_uq, NQ, 0, 0, 0),
+                 make_view(lw->T_null, NS, 0, 0, 0), make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), SET);
+    product_view(NW, NU, NLX, make_view(w->A_uu, NU, 0, 0, 0),
+                 make_view(lw->T_null + NQ * NS, NS, 0, 0, 0), make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), ADD);
+    /* A'_q = M_qq^-1 A~_q */
+    lu_solve(NQ, w->M_qq, w->pivot_qq, lw->rates_null, NS, NLX);
+    /* A~_u - M_uq A'_q */
+    product_view(NW, NQ, NLX, make_view(w->M_uq, NQ, 0, 0, 0),
+                 make_view(lw->rates_null, NS, 0, 0, 0), make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), SUBTRACT);
+    /* B_v^+ r_a */
+    pseudoinverse_solve(NV, NU, RANK_V, lw->svd_v, lw->svd_v_v, lw->sigma_v,
+                        make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), NLX, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
+    /* r_d - M_d B_v^+ r_a */
+    product_view(ND, NU, NLX, make_view(w->M_uu + NV * NW, NW, 0, 0, 0),
+                 make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), make_view(lw->rates_null + (NQ + NV) * NS, NS, 0, 0, 0), SUBTRACT);
+    /* [zeta; lambda] = S^+ (r_d - M_d B_v^+ r_a) */
+    pseudoinverse_solve(ND, NZL, ND, lw->svd_speed, lw->svd_speed_v, lw->sigma_speed,
+                        make_view(lw->rates_null + (NQ + NV) * NS, NS, 0, 0, 0), NLX, make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
+    /* ud = B_v^+ r_a + N_u zeta */
+    product_view(NU, NZ, NLX, make_view(lw->svd_v_v + RANK_V, NU, 0, 0, 0),
+                 make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), ADD);
+    copy_view(NU, NLX, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0));
+    copy_view(NL, NLX, make_view(lw->speed_reduced + NZ * (NS + NR + 1), (NS + NR + 1), 0, 0, 0), 0, 0, make_view(lw->rates_null + (NQ + NU) * NS, NS, 0, 0, 0));
+    /* B' = M^-1 [0; 0; B_u] */
+    zero_view((NQ + NV), NR, make_view(w->B_full, NR, 0, 0, 0));
+    copy_view(ND, NR, make_view(w->B_u, NR, 0, 0, 0), 0, 0, make_view(w->B_full + (NQ + NV) * NR, NR, 0, 0, 0));
+    /* B_v^+ r_a */
+    pseudoinverse_solve(NV, NU, RANK_V, lw->svd_v, lw->svd_v_v, lw->sigma_v,
+                        make_view(w->B_full + NQ * NR, NR, 0, 0, 0), NR, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
+    /* r_d - M_d B_v^+ r_a */
+    product_view(ND, NU, NR, make_view(w->M_uu + NV * NW, NW, 0, 0, 0),
+                 make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), make_view(w->B_full + (NQ + NV) * NR, NR, 0, 0, 0), SUBTRACT);
+    /* [zeta; lambda] = S^+ (r_d - M_d B_v^+ r_a) */
+    pseudoinverse_solve(ND, NZL, ND, lw->svd_speed, lw->svd_speed_v, lw->sigma_speed,
+                        make_view(w->B_full + (NQ + NV) * NR, NR, 0, 0, 0), NR, make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
+    /* ud = B_v^+ r_a + N_u zeta */
+    product_view(NU, NZ, NR, make_view(lw->svd_v_v + RANK_V, NU, 0, 0, 0),
+                 make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), ADD);
+    copy_view(NU, NR, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, make_view(w->B_full + NQ * NR, NR, 0, 0, 0));
+    copy_view(NL, NR, make_view(lw->speed_reduced + NZ * (NS + NR + 1), (NS + NR + 1), 0, 0, 0), 0, 0, make_view(w->B_full + (NQ + NU) * NR, NR, 0, 0, 0));
+    if (!view_is_finite((NQ + NU), NLX, make_view(lw->rates_null, NS, 0, 0, 0)) || !view_is_finite((NQ + NU), NR, make_view(w->B_full, NR, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
+/* the outputs' C, D in the local form's states: the looped rendering */
+static int general_local_outputs(disk_local_workspace *lw, double t, const double *q,
+        const double *u, const double *r, const double *p)
+{
+    disk_workspace *w = &lw->base;
+    (void)w;
+    (void)t; (void)q; (void)u; (void)r; (void)p;
+    /* C = H_q T_q + H_u T_u + H_rates A' */
+    product_view(NOUT, NQ, NLX, make_view(w->H_q, NQ, 0, 0, 0),
+                 make_view(lw->T_null, NS, 0, 0, 0), make_view(lw->C_local, NS, 0, 0, 0), SET);
+    product_view(NOUT, NU, NLX, make_view(w->H_u, NU, 0, 0, 0),
+                 make_view(lw->T_null + NQ * NS, NS, 0, 0, 0), make_view(lw->C_local, NS, 0, 0, 0), ADD);
+    product_view(NOUT, (NQ + NW), NLX, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(lw->rates_null, NS, 0, 0, 0), make_view(lw->C_local, NS, 0, 0, 0), ADD);
+    /* D = H_r + H_rates B' */
+    copy_view(NOUT, NR, make_view(w->H_r, NR, 0, 0, 0), 0, 0, make_view(lw->D_local, NR, 0, 0, 0));
+    product_view(NOUT, (NQ + NW), NR, make_view(w->H_rates, (NQ + NW), 0, 0, 0),
+                 make_view(w->B_full, NR, 0, 0, 0), make_view(lw->D_local, NR, 0, 0, 0), ADD);
+    /* y, C and D */
+    if (!view_is_finite(NOUT, 1, make_view(w->y, 1, 0, 0, 0)) || !view_is_finite(NOUT, NLX, make_view(lw->C_local, NS, 0, 0, 0)) || !view_is_finite(NOUT, NR, make_view(lw->D_local, NR, 0, 0, 0)))
+        return DISK_ERR_NONFINITE_RESULT;
+    return DISK_OK;
+}
+
 /* the condition estimates of the workspace's partition: the looped rendering */
 static int general_partition_conditions(disk_workspace *w, double t, const double *q,
         const double *u, const double *r, const double *p)
@@ -3385,8 +3477,8 @@ const char *const disk_block_names[DISK_NBLOCKS + 1] = { "f_c", "f_v", "J_c", "J
 
 unsigned long disk_workspace_size(const char *function)
 {
-    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "sensitivities", "nonfinite_blocks", "linearize_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "linearize_local_batch", 0 };
-    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_sensitivity_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
+    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "sensitivities", "nonfinite_blocks", "linearize_local", "outputs_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "linearize_local_batch", 0 };
+    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_sensitivity_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
     int i, j;
     if (!function) return 0;
     for (i = 0; names[i]; ++i) {
@@ -3727,6 +3819,54 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
         }
     }
     w->last = LOCAL_FORM;
+    return DISK_OK;
+}
+
+int disk_outputs_local(double t, const double *q, const double *u, const double *r,
+        const double *p, double rank_tol, double tol, double *y, double *C, double *D,
+        int *ranks, int *chart, disk_local_workspace *work)
+{
+    disk_local_workspace *lw = work;
+    disk_workspace *w = &lw->base;
+    (void)w;
+
+    int status = prepare(t, q, u, &r, &p, w);
+    if (status != DISK_OK) return status;
+    w->rank_tol = rank_rtol(rank_tol);
+    w->last = NO_RESULT;
+    status = local_form(lw, t, q, u, r, p, tol, 0, 0, 0);   /* a partition's chart: T packed in T_null */
+    if (status != DISK_OK) return status;
+    if (w->chart != NULL_SPACE_CHART) {
+        const int kind = w->chart;
+        widen_rows(NS, NX, NS, lw->T_null);
+        if (kind == STRAIGHT_LINE_CHART) {
+            /* the straight-line chart keeps no SVDs: the null-space solve's
+               (the certificate's margin makes their ranks full) */
+            status = null_space_point(lw, t, q, u, r, p, -1.0);
+            if (status == DISK_OK && (w->rank_c != NC || w->rank_v != NV))
+                status = DISK_ERR_RANK_DEFICIENT;
+            if (status != DISK_OK) return status;
+            w->chart = kind;
+        }
+        status = general_local_rates(lw, t, q, u, r, p);
+        if (status != DISK_OK) return status;
+    }
+    evaluate_outputs(w, t, q, u, r, p);
+
+    status = general_local_outputs(lw, t, q, u, r, p);
+    if (status != DISK_OK) return status;
+    report_ranks(lw, ranks, 0);
+    if (chart) {
+        if (w->chart != NULL_SPACE_CHART) {
+            copy_indices(NC, w->dependent_q, chart);
+            copy_indices(NV, w->dependent_u, chart + NC);
+        } else {
+            fill_indices(NC + NV, -1, chart);
+        }
+    }
+    if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
+    if (C) copy_view(NOUT, NLX, make_view(lw->C_local, NS, 0, 0, 0), 0, 0, make_view(C, NLX, 0, 0, 0));
+    if (D) copy_view(NOUT, NR, make_view(lw->D_local, NR, 0, 0, 0), 0, 0, make_view(D, NR, 0, 0, 0));
     return DISK_OK;
 }
 

@@ -331,6 +331,8 @@ typedef struct disk_local_workspace {
     double C_1[DISK_NU * DISK_NQ + 1];
     double T_null[DISK_NS * DISK_NS + 1];
     double rates_null[(DISK_NQ + DISK_NW) * DISK_NS + 1];
+    double C_local[DISK_NOUT * DISK_NS + 1];
+    double D_local[DISK_NOUT * DISK_NR + 1];
     double scratch[(DISK_NS + DISK_NW + DISK_NW + DISK_NW) * (DISK_NS + DISK_NR + 1) + 1];
     int rank_speed, rank_rows_c, rank_rows_v;   /* the ranks of the speed-level system, J_c^T, B_v^T */
 } disk_local_workspace;
@@ -677,6 +679,40 @@ int disk_nonfinite_blocks(double t, const double *q, const double *u, const doub
 int disk_linearize_local(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *A, double *B, double *T,
         int *ranks, int *chart, double *sigma, disk_local_workspace *work);
+
+/*
+ * The outputs y = h(q, qd*, u, ud*, r, t) at (t, q, u, r, p) and their
+ * linearization y = C x + D r in the states x of the local form
+ * (linearize_local's at the same point and rank_tol: its chart, its bases, its
+ * nx): C = H_q T_q + H_u T_u + H_rates A', D = H_r + H_rates B', with T = [T_q;
+ * T_u] the local form's embedding and A', B' the rates of all coordinates,
+ * speeds and multipliers in its states (through the null space of B_v; where a
+ * rank dropped, the minimum-norm multipliers, as linearize_local's). C is
+ * packed with nx = (NQ - ranks[0]) + (NU - ranks[1]) columns.
+ *
+ *   t                time
+ *   q                NQ: coordinates
+ *   u                NU: speeds
+ *   r                NR, or NULL: inputs (NULL: zero)
+ *   p                NP, or NULL: parameters (NULL: the defaults)
+ *   rank_tol         singular values of J_c, B_v above rank_tol times the
+ *                    largest count for the ranks (<= 0: RANK_RTOL)
+ *   tol              the largest accepted |f_c|_inf and |f_v|_inf at the point
+ *                    (< 0: not checked)
+ *   y (out)          NOUT, or NULL: y = h at the point
+ *   C (out)          NOUT x NS, or NULL: NOUT x nx: d y/d x in the local states
+ *   D (out)          NOUT x NR, or NULL: d y/d r
+ *   ranks (out)      2, or NULL: [rank of J_c, rank of B_v]
+ *   chart (out)      (NC + NV), or NULL: as linearize_local's
+ *
+ * Stages (codegen/procedure.py): residuals, constraint_jacobians,
+ * kinematic_rates, dynamic_rates, jacobians, partition, solution, local_chart,
+ * constraint_svds, null_space_rates, default_conditions, chart_partition,
+ * partition_rates, null_space_chart, local_rates, local_outputs.
+ */
+int disk_outputs_local(double t, const double *q, const double *u, const double *r,
+        const double *p, double rank_tol, double tol, double *y, double *C, double *D,
+        int *ranks, int *chart, disk_local_workspace *work);
 
 /*
  * The singular values of J_c and B_v at (t, q, u, p), and the ranks as
