@@ -548,3 +548,65 @@ def test_outputs_in_the_null_spaces_chart(build_dir):
     batch = module.outputs_local(np.array([q, q]), np.array([u, u]), [[torque], [0.0]])
     np.testing.assert_array_equal(batch.C[0], result.C)
     np.testing.assert_array_equal(batch.D[1], result.D)
+
+
+def _rates_outputs(model):
+    """The model with its coordinates, speeds and their rates as outputs."""
+    import copy
+    t = me.dynamicsymbols._t
+    outputs = {}
+    for label, symbols in (("q", model.q), ("u", model.u)):
+        for i, symbol in enumerate(symbols):
+            outputs[f"{label}_out{i}"] = symbol
+            outputs[f"{label}d_out{i}"] = symbol.diff(t)
+    copied = copy.copy(model)
+    copied.y_names, copied.outputs = copied._take_outputs(outputs)
+    copied.name = f"{model.name}_rates_out"
+    return copied
+
+
+@pytest.mark.parametrize("source", ["sympy_models.kane5_rolling_disc", "user_models.driven_pendulum",
+                                    "user_models.sled"])
+def test_outputs_local_of_the_rates_are_the_local_form(source, build_dir):
+    """With q, u, q', u' as outputs, outputs_local is linearize_local again,
+    at points that are not equilibria (a nonholonomic disc with dependent
+    speeds, time in a configuration constraint, a nonholonomic sled): the
+    rows of q and u are the embedding T, and the rates' rows at the chart's
+    independent states are H A and H B (x_p = H x: H the independent rows
+    of T), through the null space of B_v here and the partition's LU there."""
+    import importlib
+    module_source = importlib.import_module(source)
+    if hasattr(module_source, "make_kane"):
+        kane, parameters, inputs = module_source.make_kane()
+        model = Model(kane, parameters, inputs, name=source.split(".")[-1])
+        points = [(np.array(q, float), np.array(u, float), np.array(r, float), None, 0.0)
+                  for q, u, r in module_source.POINTS]
+    else:
+        model = module_source.make_model()
+        points = [module_source.operating_point(seed) for seed in (1, 2)]
+    module = codegen.build(_rates_outputs(model), output_dir=build_dir)
+    nq, nu = module.nq, module.nu
+
+    def rows(label, count):
+        return [module.y_names.index(f"{label}_out{i}") for i in range(count)]
+    moving = 0
+    for q, u, r, p, t in points:
+        q, u = module.complete(q, u, r, p, t=t, tol=1e-14)
+        result = module.outputs_local(q, u, r, p, t=t)
+        local = module.linearize_local(q, u, r, p, t=t, steady_tol=None)
+        assert local.chart == "partition"
+        T = local.embedding
+        np.testing.assert_allclose(result.C[rows("q", nq)], T[:nq], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(result.C[rows("u", nu)], T[nq:], rtol=0, atol=1e-15)
+        independent_q = [i for i in range(nq) if module.q_names[i] not in local.dependent_q]
+        independent_u = [i for i in range(nu) if module.u_names[i] not in local.dependent_u]
+        H = T[independent_q + [nq + i for i in independent_u]]
+        for matrix, local_matrix in ((result.C, local.A), (result.D, local.B)):
+            rates = np.vstack([matrix[rows("qd", nq)][independent_q], matrix[rows("ud", nu)][independent_u]])
+            scale = max(1.0, np.abs(local_matrix).max(initial=0.0))
+            np.testing.assert_allclose(H @ local_matrix, rates, rtol=0, atol=1e-13 * scale)
+        qd, ud = module.state_derivative(q, u, r, p, t=t)
+        np.testing.assert_allclose(result.y[rows("qd", nq)], qd, rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(result.y[rows("ud", nu)], ud, rtol=1e-13, atol=1e-14)
+        moving += np.abs(qd).max() > 1e-3
+    assert moving   # a point that is not an equilibrium: the chart matters
