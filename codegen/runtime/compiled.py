@@ -736,12 +736,15 @@ class CompiledModel:
         ``d x/dt = A x + B r``, ``y = C x + D r`` with named states (the
         independent states of the partition, ``independent_state_names``),
         inputs (``r_names``) and outputs. ``outputs`` names coordinates or
-        speeds, dependent ones included (default: the states): ``y_k`` is the
-        change of that quantity, so its row of C maps the states to it on the
-        constraint manifold. For an independent one that is a unit row; for a
-        dependent coordinate it is ``d q_d/d q_i = -(J_c P_qd)^-1 J_c P_qi``,
-        for a dependent speed ``d u_d/d (q_i, u_i)`` from the velocity
-        constraints: rows of ``constraint_maps(...).embedding``, exact. D is zero: the constraints hold no inputs.
+        speeds, dependent ones included, or the model's outputs (``y_names``,
+        ``Model(..., outputs=...)``: their rows of :meth:`outputs`' C and D,
+        exact) (default: the states): ``y_k`` is the change of that
+        quantity, so its row of C maps the states to it on the constraint
+        manifold. For an independent coordinate or speed that is a unit row;
+        for a dependent coordinate it is ``d q_d/d q_i = -(J_c P_qd)^-1 J_c
+        P_qi``, for a dependent speed ``d u_d/d (q_i, u_i)`` from the
+        velocity constraints: rows of ``constraint_maps(...).embedding``,
+        exact, with a zero row of D (the constraints hold no inputs).
         Their time derivatives are the rows of :meth:`linearize_full`: where
         the constraint Jacobians do not change along the motion (equilibria,
         steady motions), ``C_y A = A_full[y]`` and ``C_y B = B_full[y]``.

@@ -300,9 +300,43 @@ static int view_is_plain(view v)
 
 /* dst = src (rows x cols), -src when negate; dst += (-)src when accumulate.
    Row by row through row pointers where src is not transposed (dst never is). */
+/* Whether the rows x cols blocks at a and b (row strides lda, ldb) share no
+   memory. */
+static int apart(const double *a, int lda, const double *b, int ldb, int rows, int cols)
+{
+    const char *a_end = (const char *)(a + (rows - 1) * lda + cols);
+    const char *b_end = (const char *)(b + (rows - 1) * ldb + cols);
+    return a_end <= (const char *)b || b_end <= (const char *)a;
+}
+
+/* The columns of a partition (src.cols: the columns but a few, ascending)
+   into plain rows: by runs of consecutive columns, each a memcpy per row,
+   where there are few runs and src and dst share no memory; returns 0 (and
+   copies nothing) otherwise. The same values as entry by entry. */
+static int copy_column_runs(int rows, int cols, view src, view dst)
+{
+    int i, j, run, runs = 0, last = 0;
+    for (j = 0; j < cols; ++j) {
+        runs += j == 0 || src.cols[j] != src.cols[j - 1] + 1;
+        if (src.cols[j] > last) last = src.cols[j];
+    }
+    if (src.rows || dst.rows || 4 * runs > cols
+        || !apart(src.data, src.ld, dst.data, dst.ld, rows, last + 1 > cols ? last + 1 : cols))
+        return 0;
+    for (j = 0; j < cols; j += run) {
+        for (run = 1; j + run < cols && src.cols[j + run] == src.cols[j] + run; ++run) continue;
+        for (i = 0; i < rows; ++i)
+            memcpy(dst.data + i * dst.ld + j, src.data + i * src.ld + src.cols[j], (size_t)run * sizeof(double));
+    }
+    return 1;
+}
+
 static void copy_view(int rows, int cols, view src, int negate, int accumulate, view dst)
 {
     int i, j;
+    if (!src.transposed && src.cols && !negate && !accumulate && !dst.cols && rows > 0
+        && copy_column_runs(rows, cols, src, dst))
+        return;
     if (!src.transposed) {
         for (i = 0; i < rows; ++i) {
             const double *from = view_row(src, i);
@@ -359,7 +393,7 @@ enum { SET = 0, SUBTRACT = 1, ADD = 2 };
 
 /* row i of c (cols entries) += factor times row l of b; plain: both views
    contiguous by rows */
-static void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
+FORCE_INLINE void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
 {
     int j;
     if (plain) {
@@ -371,7 +405,7 @@ static void add_row_multiple(double factor, view b, int l, view c, int i, int co
     }
 }
 
-static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
+VECTOR_CLONES static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
 {
     int i, j, l;
     const int plain = view_is_plain(b) && view_is_plain(c);
