@@ -17,7 +17,9 @@ and, where a partition does not serve (Spencer's thesis: SVD null spaces and
 local parametrizations; González et al.: the descriptor form), the rank-
 revealing half: SVDs of J_c and B_v, the speed-level system solved through
 the null space of B_v (minimum-norm multipliers), the local form in a
-partition's chart or in the null spaces', the descriptor form, the automatic
+partition's chart or in the null spaces' (its embedding [dq; du] = T x, and
+the outputs in its states: C = H_q T_q + H_u T_u + H_rates A'_T, D = H_r +
+H_rates B' with A'_T = M^-1 A~ T), the descriptor form, the automatic
 partition, equilibria by Gauss-Newton.
 
 Here that procedure is data: :class:`Stage` objects, each holding the
