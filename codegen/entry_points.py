@@ -349,12 +349,14 @@ ENTRY_POINTS = (
         """The outputs y = h(q, qd*, u, ud*, r, t) at (t, q, u, r, p) and their
         linearization y = C x + D r in the states x of the local form
         (linearize_local's at the same point and rank_tol: its chart, its
-        bases, its nx): C = H_q T_q + H_u T_u + H_rates A', D = H_r +
-        H_rates B', with T = [T_q; T_u] the local form's embedding and A',
-        B' the rates of all coordinates, speeds and multipliers in its
-        states (through the null space of B_v; where a rank dropped, the
-        minimum-norm multipliers, as linearize_local's). C is packed with nx
-        = (NQ - ranks[0]) + (NU - ranks[1]) columns.""",
+        bases, its nx). In a partition's chart, C = C_p H and D = D_p with
+        C_p, D_p the outputs' linearization in that partition (as outputs
+        gives it) and H the rows of the embedding T at its independent
+        states (x_p = H x); in the null spaces' chart, C = H_q T_q + H_u T_u
+        + H_rates A', D = H_r + H_rates B', with T = [T_q; T_u] and A', B'
+        the rates of all coordinates, speeds and the minimum-norm
+        multipliers in its states, as linearize_local's. C is packed with
+        nx = (NQ - ranks[0]) + (NU - ranks[1]) columns.""",
         POINT + (
             RANK_TOL, TOL,
             Parameter("y", "output", "double *", (("nout",), ("one",)), True, "y = h at the point"),
@@ -369,7 +371,7 @@ ENTRY_POINTS = (
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
                 "partition", "solution", "local_chart", "constraint_svds", "null_space_rates",
                 "default_conditions", "chart_partition", "partition_rates", "null_space_chart",
-                "local_rates", "local_outputs")),
+                "outputs", "local_chart_outputs", "local_outputs")),
     EntryPoint(
         "constraint_singular_values",
         """The singular values of J_c and B_v at (t, q, u, p), and the ranks

@@ -18,9 +18,10 @@ local parametrizations; González et al.: the descriptor form), the rank-
 revealing half: SVDs of J_c and B_v, the speed-level system solved through
 the null space of B_v (minimum-norm multipliers), the local form in a
 partition's chart or in the null spaces' (its embedding [dq; du] = T x, and
-the outputs in its states: C = H_q T_q + H_u T_u + H_rates A'_T, D = H_r +
-H_rates B' with A'_T = M^-1 A~ T), the descriptor form, the automatic
-partition, equilibria by Gauss-Newton.
+the outputs in its states: C = C_p H in a partition's chart, H the rows of T
+at its independent states; C = H_q T_q + H_u T_u + H_rates A'_T, D = H_r +
+H_rates B' with A'_T = M^-1 A~ T in the null spaces'), the descriptor form,
+the automatic partition, equilibria by Gauss-Newton.
 
 Here that procedure is data: :class:`Stage` objects, each holding the
 symbolic blocks it evaluates and its numeric steps (:class:`Factor`,
@@ -1184,21 +1185,25 @@ def _null_space_chart(kinematic_identity):
     )
 
 
-def _local_rates(kinematic_identity):
-    """In a partition's chart (its embedding T in T_null's first NX
-    columns), the rates of every coordinate, speed and multiplier in the
-    local form's states, A' = M^-1 A~ T and B', through the null space of B_v
-    (of full rank here: the unique solution), where the null spaces' chart
-    has its own."""
-    return _embedded_rates("T_null", "rates_null", ("nlx",), kinematic_identity)
+# The outputs in a partition's chart's local states: the partition's C_p, D
+# (the outputs stage, after the partition path) and x_p = H x, H the rows of
+# the embedding T at the partition's independent states (T in T_null's first
+# NX columns): C = C_p H, D = D_p.
+LOCAL_CHART_OUTPUTS = (
+    Multiply(View("C_local", cols=("nx",)), View("C_out", cols=("nqi",)),
+             View("T_null", cols=("nx",), row_index="independent_q"), what="C = C_p H"),
+    AddProduct(View("C_local", cols=("nx",)), View("C_out", col_start=("nqi",), cols=("nui",)),
+               View("T_null", row_start=("nq",), cols=("nx",), row_index="independent_u")),
+    Copy(View("D_local"), View("D_out"), what="D = D_p"),
+    CheckFinite((View("C_local", cols=("nx",)),), what="C"),
+)
 
 
-# The outputs y = h(q, qd, u, ud, r, t) linearized in the local form's states
-# x (either chart), after its embedding T = [T_q; T_u] and the rates A' = M^-1
-# A~ T, B' (all rows, the multipliers' included) are in the workspace: dq =
-# T_q x, du = T_u x, d[qd; ud; lambda] = A' x + B' dr, so
-#     C = H_q T_q + H_u T_u + H_rates A',   D = H_r + H_rates B'
-# (at a singular configuration the multipliers are the minimum-norm ones).
+# The outputs y = h(q, qd, u, ud, r, t) linearized in the null spaces'
+# chart's states x, after its embedding T = [T_q; T_u] and the rates A' =
+# M^-1 A~ T, B' (all rows, the minimum-norm multipliers' included) are in the
+# workspace: dq = T_q x, du = T_u x, d[qd; ud; lambda] = A' x + B' dr, so
+#     C = H_q T_q + H_u T_u + H_rates A',   D = H_r + H_rates B'.
 LOCAL_OUTPUTS = (
     Multiply(View("C_local", cols=("nlx",)), View("H_q"), View("T_null", rows=("nq",), cols=("nlx",)),
              what="C = H_q T_q + H_u T_u + H_rates A'"),
@@ -1435,10 +1440,10 @@ def procedure(kinematic_identity, multipliers=True):
               "a partition's A and B by the null-space solve", renderings="looped"),
         Stage("null_space_chart", None, _null_space_chart(kinematic_identity),
               "the local form in the null spaces' chart", renderings="looped"),
-        Stage("local_rates", None, _local_rates(kinematic_identity),
-              "the rates in a partition's chart's local states (for the outputs)", renderings="looped"),
+        Stage("local_chart_outputs", None, LOCAL_CHART_OUTPUTS,
+              "the outputs' C, D in a partition's chart's local states", renderings="looped"),
         Stage("local_outputs", None, LOCAL_OUTPUTS,
-              "the outputs' C, D in the local form's states", renderings="looped"),
+              "the outputs' C, D in the null spaces' chart's states", renderings="looped"),
         Stage("partition_conditions", None, PARTITION_CONDITIONS,
               "the condition estimates of the workspace's partition", renderings="looped"),
         Stage("descriptor", None, _descriptor(kinematic_identity), "the descriptor form",

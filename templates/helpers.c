@@ -270,7 +270,7 @@ enum { SET = 0, SUBTRACT = 1, ADD = 2 };
 
 /* row i of c (cols entries) += factor times row l of b; plain: both views
    contiguous by rows */
-FORCE_INLINE void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
+static void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
 {
     int j;
     if (plain) {
@@ -282,7 +282,7 @@ FORCE_INLINE void add_row_multiple(double factor, view b, int l, view c, int i, 
     }
 }
 
-VECTOR_CLONES static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
+static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
 {
     int i, j, l;
     const int plain = view_is_plain(b) && view_is_plain(c);

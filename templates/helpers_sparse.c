@@ -2,7 +2,7 @@
    c (rows x cols) = a b, c += a b or c -= a b (mode), a's non-zeros of row i
    being start[i] .. start[i + 1] - 1, at a[entry[k]] in column inner[k] (the
    row of b), ascending: the same sums as product_view, which skips zeros. */
-VECTOR_CLONES static void sparse_product(int rows, int cols, const int *start, const int *entry, const int *inner,
+static void sparse_product(int rows, int cols, const int *start, const int *entry, const int *inner,
                                          const double *a, view b, view c, int mode)
 {
     int i, j, k;

@@ -554,13 +554,15 @@ class CompiledModel:
         ``rank_tol``: its chart, its bases and its nx), an
         :class:`~codegen.runtime.results.OutputLinearization` ``(y, C, D)``
         whose ``state_names`` are the local states ``y0, y1, ..., z0, ...``,
-        from the generated C (``<model>_outputs_local``): C = H_q T_q + H_u T_u
-        + H_rates A', D = H_r + H_rates B' with T = [T_q; T_u] the local
-        form's embedding and A', B' the rates of every coordinate, speed and
-        multiplier in its states, exact (no differences). At a singular
-        configuration (the null spaces' chart) the rates are the minimum-norm
-        solution's, as linearize_local's: outputs that hold multipliers are
-        then those of the minimum-norm multipliers. Where nx differs within a
+        from the generated C (``<model>_outputs_local``), exact (no
+        differences): in a partition's chart C = C_p H, with C_p, y and D
+        those of :meth:`outputs` for that partition and H the rows of the
+        local form's embedding T at its independent states; at a singular
+        configuration (the null spaces' chart) C = H_q T_q + H_u T_u +
+        H_rates A', D = H_r + H_rates B' with T = [T_q; T_u] and A', B' the
+        rates of every coordinate, speed and multiplier in its states, the
+        minimum-norm solution's, as linearize_local's (outputs that hold
+        multipliers are those of the minimum-norm multipliers). Where nx differs within a
         batch, C is padded with NaN to the largest and ``state_names`` are
         the largest chart's. Arguments and batches as for :meth:`linearize`."""
         if not self.y_names:

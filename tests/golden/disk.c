@@ -393,7 +393,7 @@ enum { SET = 0, SUBTRACT = 1, ADD = 2 };
 
 /* row i of c (cols entries) += factor times row l of b; plain: both views
    contiguous by rows */
-FORCE_INLINE void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
+static void add_row_multiple(double factor, view b, int l, view c, int i, int cols, int plain)
 {
     int j;
     if (plain) {
@@ -405,7 +405,7 @@ FORCE_INLINE void add_row_multiple(double factor, view b, int l, view c, int i, 
     }
 }
 
-VECTOR_CLONES static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
+static void product_view(int rows, int inner, int cols, view a, view b, view c, int mode)
 {
     int i, j, l;
     const int plain = view_is_plain(b) && view_is_plain(c);
@@ -2994,65 +2994,27 @@ static int general_null_space_chart(disk_local_workspace *lw, double t, const do
     return DISK_OK;
 }
 
-/* the rates in a partition's chart's local states (for the outputs): the looped rendering */
-static int general_local_rates(disk_local_workspace *lw, double t, const double *q,
+/* the outputs' C, D in a partition's chart's local states: the looped rendering */
+static int general_local_chart_outputs(disk_local_workspace *lw, double t, const double *q,
         const double *u, const double *r, const double *p)
 {
     disk_workspace *w = &lw->base;
     (void)w;
     (void)t; (void)q; (void)u; (void)r; (void)p;
-    /* A~_q = A_qq T_q + A_qu T_u */
-    product_view(NQ, NQ, NLX, make_view(w->A_qq, NQ, 0, 0, 0),
-                 make_view(lw->T_null, NS, 0, 0, 0), make_view(lw->rates_null, NS, 0, 0, 0), SET);
-    product_view(NQ, NU, NLX, make_view(w->A_qu, NU, 0, 0, 0),
-                 make_view(lw->T_null + NQ * NS, NS, 0, 0, 0), make_view(lw->rates_null, NS, 0, 0, 0), ADD);
-    /* A~_u = A_uq T_q + A_uu T_u */
-    product_view(NW, NQ, NLX, make_view(w->A_uq, NQ, 0, 0, 0),
-                 make_view(lw->T_null, NS, 0, 0, 0), make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), SET);
-    product_view(NW, NU, NLX, make_view(w->A_uu, NU, 0, 0, 0),
-                 make_view(lw->T_null + NQ * NS, NS, 0, 0, 0), make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), ADD);
-    /* A'_q = M_qq^-1 A~_q */
-    lu_solve(NQ, w->M_qq, w->pivot_qq, lw->rates_null, NS, NLX);
-    /* A~_u - M_uq A'_q */
-    product_view(NW, NQ, NLX, make_view(w->M_uq, NQ, 0, 0, 0),
-                 make_view(lw->rates_null, NS, 0, 0, 0), make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), SUBTRACT);
-    /* B_v^+ r_a */
-    pseudoinverse_solve(NV, NU, RANK_V, lw->svd_v, lw->svd_v_v, lw->sigma_v,
-                        make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0), NLX, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
-    /* r_d - M_d B_v^+ r_a */
-    product_view(ND, NU, NLX, make_view(w->M_uu + NV * NW, NW, 0, 0, 0),
-                 make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), make_view(lw->rates_null + (NQ + NV) * NS, NS, 0, 0, 0), SUBTRACT);
-    /* [zeta; lambda] = S^+ (r_d - M_d B_v^+ r_a) */
-    pseudoinverse_solve(ND, NZL, ND, lw->svd_speed, lw->svd_speed_v, lw->sigma_speed,
-                        make_view(lw->rates_null + (NQ + NV) * NS, NS, 0, 0, 0), NLX, make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
-    /* ud = B_v^+ r_a + N_u zeta */
-    product_view(NU, NZ, NLX, make_view(lw->svd_v_v + RANK_V, NU, 0, 0, 0),
-                 make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), ADD);
-    copy_view(NU, NLX, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, make_view(lw->rates_null + NQ * NS, NS, 0, 0, 0));
-    copy_view(NL, NLX, make_view(lw->speed_reduced + NZ * (NS + NR + 1), (NS + NR + 1), 0, 0, 0), 0, 0, make_view(lw->rates_null + (NQ + NU) * NS, NS, 0, 0, 0));
-    /* B' = M^-1 [0; 0; B_u] */
-    zero_view((NQ + NV), NR, make_view(w->B_full, NR, 0, 0, 0));
-    copy_view(ND, NR, make_view(w->B_u, NR, 0, 0, 0), 0, 0, make_view(w->B_full + (NQ + NV) * NR, NR, 0, 0, 0));
-    /* B_v^+ r_a */
-    pseudoinverse_solve(NV, NU, RANK_V, lw->svd_v, lw->svd_v_v, lw->sigma_v,
-                        make_view(w->B_full + NQ * NR, NR, 0, 0, 0), NR, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
-    /* r_d - M_d B_v^+ r_a */
-    product_view(ND, NU, NR, make_view(w->M_uu + NV * NW, NW, 0, 0, 0),
-                 make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), make_view(w->B_full + (NQ + NV) * NR, NR, 0, 0, 0), SUBTRACT);
-    /* [zeta; lambda] = S^+ (r_d - M_d B_v^+ r_a) */
-    pseudoinverse_solve(ND, NZL, ND, lw->svd_speed, lw->svd_speed_v, lw->sigma_speed,
-                        make_view(w->B_full + (NQ + NV) * NR, NR, 0, 0, 0), NR, make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), 0, 0, lw->scratch);
-    /* ud = B_v^+ r_a + N_u zeta */
-    product_view(NU, NZ, NR, make_view(lw->svd_v_v + RANK_V, NU, 0, 0, 0),
-                 make_view(lw->speed_reduced, (NS + NR + 1), 0, 0, 0), make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), ADD);
-    copy_view(NU, NR, make_view(lw->speed_particular, (NS + NR + 1), 0, 0, 0), 0, 0, make_view(w->B_full + NQ * NR, NR, 0, 0, 0));
-    copy_view(NL, NR, make_view(lw->speed_reduced + NZ * (NS + NR + 1), (NS + NR + 1), 0, 0, 0), 0, 0, make_view(w->B_full + (NQ + NU) * NR, NR, 0, 0, 0));
-    if (!view_is_finite((NQ + NU), NLX, make_view(lw->rates_null, NS, 0, 0, 0)) || !view_is_finite((NQ + NU), NR, make_view(w->B_full, NR, 0, 0, 0)))
+    /* C = C_p H */
+    product_view(NOUT, NQI, NX, make_view(w->C_out, NX, 0, 0, 0),
+                 make_view(lw->T_null, NS, w->independent_q, 0, 0), make_view(lw->C_local, NS, 0, 0, 0), SET);
+    product_view(NOUT, NUI, NX, make_view(w->C_out + NQI, NX, 0, 0, 0),
+                 make_view(lw->T_null + NQ * NS, NS, w->independent_u, 0, 0), make_view(lw->C_local, NS, 0, 0, 0), ADD);
+    /* D = D_p */
+    copy_view(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0), 0, 0, make_view(lw->D_local, NR, 0, 0, 0));
+    /* C */
+    if (!view_is_finite(NOUT, NX, make_view(lw->C_local, NS, 0, 0, 0)))
         return DISK_ERR_NONFINITE_RESULT;
     return DISK_OK;
 }
 
-/* the outputs' C, D in the local form's states: the looped rendering */
+/* the outputs' C, D in the null spaces' chart's states: the looped rendering */
 static int general_local_outputs(disk_local_workspace *lw, double t, const double *q,
         const double *u, const double *r, const double *p)
 {
@@ -3871,23 +3833,32 @@ int disk_outputs_local(double t, const double *q, const double *u, const double 
     status = local_form(lw, t, q, u, r, p, tol, 0, 0, 0);   /* a partition's chart: T packed in T_null */
     if (status != DISK_OK) return status;
     if (w->chart != NULL_SPACE_CHART) {
+        /* the chart's partition is the workspace's: its outputs as outputs
+           computes them (the extended fast path for the default partition's
+           straight-line chart where every static pivot passes, else the
+           general path) */
         const int kind = w->chart;
+        int fast = 0;
         widen_rows(NS, NX, NS, lw->T_null);
-        if (kind == STRAIGHT_LINE_CHART) {
-            /* the straight-line chart keeps no SVDs: the null-space solve's
-               (the certificate's margin makes their ranks full) */
-            status = null_space_point(lw, t, q, u, r, p, -1.0);
-            if (status == DISK_OK && (w->rank_c != NC || w->rank_v != NV))
-                status = DISK_ERR_RANK_DEFICIENT;
-            if (status != DISK_OK) return status;
-            w->chart = kind;
+        if (!fast) {
+            status = evaluate_point(w, t, q, u, r, p);
+            if (status == DISK_OK) {
+                evaluate_jacobians(w, t, q, u, r, p);
+                status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
+            }
+            if (status == DISK_OK) {
+                evaluate_outputs(w, t, q, u, r, p);
+                
+                status = general_outputs(w, t, q, u, r, p);
+            }
         }
-        status = general_local_rates(lw, t, q, u, r, p);
-        if (status != DISK_OK) return status;
+        w->chart = kind;
+        if (status == DISK_OK) status = general_local_chart_outputs(lw, t, q, u, r, p);
+    } else {
+        evaluate_outputs(w, t, q, u, r, p);
+        
+        status = general_local_outputs(lw, t, q, u, r, p);
     }
-    evaluate_outputs(w, t, q, u, r, p);
-
-    status = general_local_outputs(lw, t, q, u, r, p);
     if (status != DISK_OK) return status;
     report_ranks(lw, ranks, 0);
     if (chart) {

@@ -684,11 +684,13 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
  * The outputs y = h(q, qd*, u, ud*, r, t) at (t, q, u, r, p) and their
  * linearization y = C x + D r in the states x of the local form
  * (linearize_local's at the same point and rank_tol: its chart, its bases, its
- * nx): C = H_q T_q + H_u T_u + H_rates A', D = H_r + H_rates B', with T = [T_q;
- * T_u] the local form's embedding and A', B' the rates of all coordinates,
- * speeds and multipliers in its states (through the null space of B_v; where a
- * rank dropped, the minimum-norm multipliers, as linearize_local's). C is
- * packed with nx = (NQ - ranks[0]) + (NU - ranks[1]) columns.
+ * nx). In a partition's chart, C = C_p H and D = D_p with C_p, D_p the outputs'
+ * linearization in that partition (as outputs gives it) and H the rows of the
+ * embedding T at its independent states (x_p = H x); in the null spaces' chart,
+ * C = H_q T_q + H_u T_u + H_rates A', D = H_r + H_rates B', with T = [T_q; T_u]
+ * and A', B' the rates of all coordinates, speeds and the minimum-norm
+ * multipliers in its states, as linearize_local's. C is packed with nx = (NQ -
+ * ranks[0]) + (NU - ranks[1]) columns.
  *
  *   t                time
  *   q                NQ: coordinates
@@ -708,7 +710,8 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
  * Stages (codegen/procedure.py): residuals, constraint_jacobians,
  * kinematic_rates, dynamic_rates, jacobians, partition, solution, local_chart,
  * constraint_svds, null_space_rates, default_conditions, chart_partition,
- * partition_rates, null_space_chart, local_rates, local_outputs.
+ * partition_rates, null_space_chart, outputs, local_chart_outputs,
+ * local_outputs.
  */
 int disk_outputs_local(double t, const double *q, const double *u, const double *r,
         const double *p, double rank_tol, double tol, double *y, double *C, double *D,
