@@ -298,8 +298,6 @@ static int view_is_plain(view v)
     return !v.rows && !v.cols && !v.transposed;
 }
 
-/* dst = src (rows x cols), -src when negate; dst += (-)src when accumulate.
-   Row by row through row pointers where src is not transposed (dst never is). */
 /* Whether the rows x cols blocks at a and b (row strides lda, ldb) share no
    memory. */
 static int apart(const double *a, int lda, const double *b, int ldb, int rows, int cols)
@@ -331,6 +329,8 @@ static int copy_column_runs(int rows, int cols, view src, view dst)
     return 1;
 }
 
+/* dst = src (rows x cols), -src when negate; dst += (-)src when accumulate.
+   Row by row through row pointers where src is not transposed (dst never is). */
 static void copy_view(int rows, int cols, view src, int negate, int accumulate, view dst)
 {
     int i, j;
