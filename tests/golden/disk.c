@@ -3219,6 +3219,25 @@ static int partition_solution(disk_workspace *w, double t, const double *q, cons
     return general_solution(w, t, q, u, r, p, A, B, A_full, B_full);
 }
 
+/* y and, where linearization is asked for, the outputs' C and D in the
+   workspace's partition by the general path, after evaluate_point: the
+   Jacobians, the partition's solution (A', B', K_c, K_v, which the outputs
+   stage reads), then the outputs stage */
+static int partition_outputs(disk_workspace *w, double t, const double *q, const double *u,
+                             const double *r, const double *p, int linearization)
+{
+    int status;
+    evaluate_jacobians(w, t, q, u, r, p);
+    if (linearization) {
+        status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
+        if (status != DISK_OK) return status;
+    }
+    evaluate_outputs(w, t, q, u, r, p);
+    
+    if (linearization) return general_outputs(w, t, q, u, r, p);
+    return all_finite(w->y, NOUT) ? DISK_OK : NONFINITE_RESULT;
+}
+
 /* complete_point: Newton's method on f_c(q) = 0 for the dependent coordinates;
    leaves f_v and B_v evaluated at the final q */
 static int complete_coordinates(disk_workspace *w, double t, double *q, const double *u,
@@ -3412,6 +3431,19 @@ static void report_ranks(const disk_local_workspace *lw, int *ranks, double *sig
     if (sigma) {
         copy_view(NC, 1, make_view(lw->sigma_c, 1, 0, 0, 0), 0, 0, make_view(sigma, 1, 0, 0, 0));
         copy_view(NV, 1, make_view(lw->sigma_v, 1, 0, 0, 0), 0, 0, make_view(sigma + NC, 1, 0, 0, 0));
+    }
+}
+
+/* the chart of a local form (the workspace's): the dependent coordinates and
+   speeds of its partition, or -1 throughout for the null spaces' chart */
+static void report_chart(const disk_workspace *w, int *chart)
+{
+    if (!chart) return;
+    if (w->chart != NULL_SPACE_CHART) {
+        copy_indices(NC, w->dependent_q, chart);
+        copy_indices(NV, w->dependent_u, chart + NC);
+    } else {
+        fill_indices(NC + NV, -1, chart);
     }
 }
 
@@ -3636,19 +3668,8 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
     violation = check_constraints(w, tol);   /* reported first: the point is wrong */
     if (violation != DISK_OK) return violation;
     if (status != DISK_OK) return status;
-    evaluate_jacobians(w, t, q, u, r, p);
-    if (linearization) {
-        status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
-        if (status != DISK_OK) return status;
-    }
-    evaluate_outputs(w, t, q, u, r, p);
-
-    if (linearization) {
-        status = general_outputs(w, t, q, u, r, p);
-        if (status != DISK_OK) return status;
-    } else if (!all_finite(w->y, NOUT)) {
-        return NONFINITE_RESULT;
-    }
+    status = partition_outputs(w, t, q, u, r, p, linearization);
+    if (status != DISK_OK) return status;
     if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
     if (C) copy_view(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0), 0, 0, make_view(C, NX, 0, 0, 0));
     if (D) copy_view(NOUT, NR, make_view(w->D_out, NR, 0, 0, 0), 0, 0, make_view(D, NR, 0, 0, 0));
@@ -3805,15 +3826,7 @@ int disk_linearize_local(double t, const double *q, const double *u, const doubl
         general_constraint_singular_values(lw, t, q, u, r, p);
     }
     report_ranks(lw, ranks, sigma);
-    if (chart) {
-        const int partition = w->chart != NULL_SPACE_CHART;
-        if (partition) {
-            copy_indices(NC, w->dependent_q, chart);
-            copy_indices(NV, w->dependent_u, chart + NC);
-        } else {
-            fill_indices(NC + NV, -1, chart);
-        }
-    }
+    report_chart(w, chart);
     w->last = LOCAL_FORM;
     return DISK_OK;
 }
@@ -3842,15 +3855,7 @@ int disk_outputs_local(double t, const double *q, const double *u, const double 
         widen_rows(NS, NX, NS, lw->T_null);
         if (!fast) {
             status = evaluate_point(w, t, q, u, r, p);
-            if (status == DISK_OK) {
-                evaluate_jacobians(w, t, q, u, r, p);
-                status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
-            }
-            if (status == DISK_OK) {
-                evaluate_outputs(w, t, q, u, r, p);
-                
-                status = general_outputs(w, t, q, u, r, p);
-            }
+            if (status == DISK_OK) status = partition_outputs(w, t, q, u, r, p, 1);
         }
         w->chart = kind;
         if (status == DISK_OK) status = general_local_chart_outputs(lw, t, q, u, r, p);
@@ -3861,14 +3866,7 @@ int disk_outputs_local(double t, const double *q, const double *u, const double 
     }
     if (status != DISK_OK) return status;
     report_ranks(lw, ranks, 0);
-    if (chart) {
-        if (w->chart != NULL_SPACE_CHART) {
-            copy_indices(NC, w->dependent_q, chart);
-            copy_indices(NV, w->dependent_u, chart + NC);
-        } else {
-            fill_indices(NC + NV, -1, chart);
-        }
-    }
+    report_chart(w, chart);
     if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
     if (C) copy_view(NOUT, NLX, make_view(lw->C_local, NS, 0, 0, 0), 0, 0, make_view(C, NLX, 0, 0, 0));
     if (D) copy_view(NOUT, NR, make_view(lw->D_local, NR, 0, 0, 0), 0, 0, make_view(D, NR, 0, 0, 0));
