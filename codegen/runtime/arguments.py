@@ -118,7 +118,7 @@ def batch(model, q, u, r=None, p=None, t=0.0):
     arrays["p"] = vector(model, p, model.np, "p")
     t = numbers(model, t, "t", "a number or an array of numbers")
     try:
-        shape = np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()), t.shape)
+        shape = _batch_shape([*(a.shape[:-1] for a in arrays.values()), t.shape])
     except ValueError:
         shapes = ", ".join(f"{k}: {a.shape}" for k, a in arrays.items())
         raise InputError(f"{model.name}: leading (batch) dimensions do not broadcast: "
@@ -142,15 +142,28 @@ def batch(model, q, u, r=None, p=None, t=0.0):
     return Batch(shape, flat)
 
 
+def _batch_shape(shapes):
+    """np.broadcast_shapes of the arguments' batch shapes; without NumPy's
+    general rule where every shape is () or one and the same shape (the
+    common call: a row per point, the rest shared), which costs microseconds."""
+    distinct = set(shapes)
+    distinct.discard(())
+    if len(distinct) <= 1:
+        return distinct.pop() if distinct else ()
+    return np.broadcast_shapes(*shapes)
+
+
 def _rows(array, own_shape, shape, length):
     """One row per point, or a single row when the value is shared: also
     a vector broadcast along the batch (np.broadcast_to: every batch
     stride 0), which is not copied into a row per point."""
-    batch_strides = array.strides[:len(own_shape)]
-    if math.prod(own_shape) == 1 or math.prod(own_shape) > 1 and all(
-            stride == 0 for stride, size in zip(batch_strides, own_shape) if size > 1):
+    size = math.prod(own_shape)
+    if size == 1 or size > 1 and all(
+            stride == 0 for stride, extent in zip(array.strides, own_shape) if extent > 1):
         array = array[(0,) * len(own_shape)] if own_shape else array
         rows = array.reshape((1, length) if length is not None else (1,))
+    elif own_shape == shape:        # a row per point already: no broadcast view
+        rows = array.reshape((size, length) if length is not None else (size,))
     else:
         full = np.broadcast_to(array, shape + ((length,) if length is not None else ()))
         count = math.prod(shape)   # explicit: -1 is ambiguous for zero-length rows

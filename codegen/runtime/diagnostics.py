@@ -158,6 +158,10 @@ def dependent_names(model, indices, index, which):
 def partition_chart(model, dependent_q, dependent_u, index):
     """(state names, description) of the partition's chart point ``index``
     used (``dependent_q``, ``dependent_u``: per point, shared, or None)."""
+    if dependent_q is None and dependent_u is None:
+        known = getattr(model, "_default_chart", None)   # the default's: formed on loading
+        if known is not None:
+            return known
     dq = dependent_names(model, dependent_q, index, "q")
     du = dependent_names(model, dependent_u, index, "u")
     names = model.independent_state_names(dq, du)
@@ -369,7 +373,10 @@ def worst_condition(condition, limit, batch):
     naming how many points exceed it and the worst's batch index), else None."""
     if condition.size == 0:
         return None
-    # a batch of well-conditioned points (the common case) in two passes over it
+    # a batch of well-conditioned points (the common case) in one pass over it
+    # (a NaN makes the maximum NaN, which fails the comparison)
+    if condition.max() <= limit:
+        return None
     worst = np.nan_to_num(condition, nan=np.inf) if np.isnan(condition).any() else condition
     index, which = divmod(int(np.argmax(worst)), worst.shape[1])
     value = worst[index, which]
