@@ -284,10 +284,18 @@ class StageEmitter:
         symbol -> the C of its tangent (the seeds); ``carried_slots``: the
         primal's carried slots (a carried temporary's tangent is carried in
         the same slot of d_carried). Returns one dict per part:
-        ``temporaries`` (C name, C expression), ``tangents`` (C name, C
-        expression, carried slot or None), ``entries`` (block, index, C
-        expression)."""
+        ``temporaries`` (C name, C expression), ``partials`` (slot of
+        ``coef``, C expression), ``tangents`` (C name, C expression, carried
+        slot or None), ``entries`` (block, index, C expression).
+
+        The partial derivatives d x / d s depend on the point only, not on
+        the direction: each that is not a number or a value already in
+        memory is computed once a point into a slot of ``coef`` (the
+        ``partials``, with the temporaries they need), and the tangents,
+        computed once a direction, are sums of products of those with the
+        seeds' tangents."""
         defined_in, is_active, result = {}, {}, []
+        coefficients = 0
         printer = self.printer
         primal_names = dict(printer.names)
 
@@ -342,16 +350,30 @@ class StageEmitter:
                 tangent_of.update({x: f"d_carried[{carried_slots[x]}]" for x in loads if is_active[x]})
                 tangent_of.update({x: f"d_{x}" for x in new})
 
+                slots, new_set = {}, set(new)
+
+                def factor(partial):
+                    # a number or a loaded value inline, else its slot of coef
+                    code = printer.doprint(partial)
+                    if partial.is_Number or partial.is_Symbol and partial not in new_set:
+                        return f"({code})"
+                    if code not in slots:
+                        slots[code] = coefficients + len(slots)
+                    return f"coef[{slots[code]}]"
+
                 def text(found):
                     return " + ".join(tangent_of[symbol] if partial == 1 else
-                                      f"({printer.doprint(partial)}) * {tangent_of[symbol]}"
+                                      f"{factor(partial)} * {tangent_of[symbol]}"
                                       for symbol, partial in found) or "0.0"
+                tangents = [(f"d_{x}", text(derivatives[x]), carried_slots.get(x)) for x in new if x in needed]
+                entry_text = [(block, index, text(found))
+                              for (block, index, _), found in zip(entries, entry_derivatives)]
                 result.append(dict(
                     name=stage,
                     temporaries=[(str(x), printer.doprint(self.temporary_expr[x])) for x in new if x in values],
-                    tangents=[(f"d_{x}", text(derivatives[x]), carried_slots.get(x)) for x in new if x in needed],
-                    entries=[(block, index, text(found))
-                             for (block, index, _), found in zip(entries, entry_derivatives)]))
+                    partials=[(slot, code) for code, slot in slots.items()],
+                    tangents=tangents, entries=entry_text))
+                coefficients += len(slots)
                 printer.names.update({x: str(x) for x in loads})
         finally:
             printer.names.clear()
@@ -742,6 +764,8 @@ def emit(derivation, progress=None, straight_line_limit=None):
         extended_line=extended.sections if extended else {},
         extended_primal=EXTENDED_PRIMAL,
         carried_by_evaluation=carried_by_evaluation,
+        tangent_coefficients=sum(len(part["partials"]) for parts in tangent_evaluation.values()
+                                 for part in parts),
         carried_by_residuals=sum(part["stores"] for part in evaluation["residuals"]),
         zero_tables={stage: emitter.zero_tables([stage]) for stage in d.stages},
         derivation_stages=d.stages,

@@ -395,6 +395,8 @@ typedef struct disk_sensitivity_workspace {
     double d_q_dependent[DISK_NC * 1 + 1];
     double d_u_dependent[DISK_NV * 1 + 1];
     double d_carried[45 + 1];
+    /* the blocks' partial derivatives at the point, the same in every direction */
+    double coef[0 + 1];
 } disk_sensitivity_workspace;
 
 /* bytes of each workspace */
