@@ -274,7 +274,7 @@ class StageEmitter:
         defined_in.update({x: part for x in new})
         return new, loads
 
-    def tangent_statements(self, parts, active, names, carried_slots):
+    def tangent_statements(self, parts, active, names, carried_slots, hoist=True):
         """The tangent rendering of the evaluation (forward mode): for each
         part, in the order of :meth:`stage_statements`, the temporaries the
         derivatives need (computed again, or loaded from ``carried``), then
@@ -293,7 +293,8 @@ class StageEmitter:
         memory is computed once a point into a slot of ``coef`` (the
         ``partials``, with the temporaries they need), and the tangents,
         computed once a direction, are sums of products of those with the
-        seeds' tangents."""
+        seeds' tangents. ``hoist`` False (one direction: nothing to share)
+        leaves them inline, the temporaries in the tangents' function."""
         defined_in, is_active, result = {}, {}, []
         coefficients = 0
         printer = self.printer
@@ -355,7 +356,7 @@ class StageEmitter:
                 def factor(partial):
                     # a number or a loaded value inline, else its slot of coef
                     code = printer.doprint(partial)
-                    if partial.is_Number or partial.is_Symbol and partial not in new_set:
+                    if not hoist or partial.is_Number or partial.is_Symbol and partial not in new_set:
                         return f"({code})"
                     if code not in slots:
                         slots[code] = coefficients + len(slots)
@@ -371,7 +372,7 @@ class StageEmitter:
                 result.append(dict(
                     name=stage,
                     temporaries=[(str(x), printer.doprint(self.temporary_expr[x])) for x in new if x in values],
-                    partials=[(slot, code) for code, slot in slots.items()],
+                    partials=[(slot, code) for code, slot in slots.items()], hoisted=hoist,
                     tangents=tangents, entries=entry_text))
                 coefficients += len(slots)
                 printer.names.update({x: str(x) for x in loads})
@@ -608,7 +609,8 @@ def _tangent_evaluation(emitter, parts, d, progress):
         names.update({symbol: f"{label}[{i}]" for i, symbol in enumerate(symbols)})
     names.update({d.p[k]: f"d_p[{k}]" for k in d.sensitivity_indices})
     tangents = emitter.tangent_statements([(name, entries) for name, _, entries in parts], set(names),
-                                          names, emitter.carried_slots)
+                                          names, emitter.carried_slots,
+                                          hoist=len(d.sensitivity_indices) > 1)
     grouped = {}
     for (_, stage, _), part in zip(parts, tangents):
         grouped.setdefault(stage, []).append(part)
