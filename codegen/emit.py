@@ -286,7 +286,9 @@ class StageEmitter:
         the same slot of d_carried). Returns one dict per part:
         ``temporaries`` (C name, C expression), ``partials`` (slot of
         ``coef``, C expression), ``tangents`` (C name, C expression, carried
-        slot or None), ``entries`` (block, index, C expression).
+        slot or None), ``entries`` (block, index, C expression), ``seeds``
+        (the active symbols its tangents depend on, through every temporary:
+        in a direction where all of theirs are zero, so are its tangents).
 
         The partial derivatives d x / d s depend on the point only, not on
         the direction: each that is not a number or a value already in
@@ -296,6 +298,7 @@ class StageEmitter:
         seeds' tangents. ``hoist`` False (one direction: nothing to share)
         leaves them inline, the temporaries in the tangents' function."""
         defined_in, is_active, result = {}, {}, []
+        roots = {}   # temporary -> the active symbols its tangent depends on
         coefficients = 0
         printer = self.printer
         primal_names = dict(printer.names)
@@ -326,6 +329,7 @@ class StageEmitter:
                 for x in new:
                     derivatives[x] = partials(self.temporary_expr[x], f"the common subexpression {x}")
                     is_active[x] = bool(derivatives[x])
+                    roots[x] = frozenset().union(*(roots.get(s, {s}) for s, _ in derivatives[x]))
                 entry_derivatives = [partials(expr, f"{block}[{index}]") for block, index, expr in entries]
                 # the tangents needed: of the entries, the carried ones, and theirs
                 needed = {x for x in new if is_active[x] and x in carried_slots}
@@ -369,11 +373,13 @@ class StageEmitter:
                 tangents = [(f"d_{x}", text(derivatives[x]), carried_slots.get(x)) for x in new if x in needed]
                 entry_text = [(block, index, text(found))
                               for (block, index, _), found in zip(entries, entry_derivatives)]
+                read = {s for found in [derivatives[x] for x in needed] + entry_derivatives for s, _ in found}
                 result.append(dict(
                     name=stage,
                     temporaries=[(str(x), printer.doprint(self.temporary_expr[x])) for x in new if x in values],
                     partials=[(slot, code) for code, slot in slots.items()], hoisted=hoist,
-                    tangents=tangents, entries=entry_text))
+                    tangents=tangents, entries=entry_text,
+                    seeds=frozenset().union(*(roots.get(s, {s}) for s in read))))
                 coefficients += len(slots)
                 printer.names.update({x: str(x) for x in loads})
         finally:
@@ -611,10 +617,30 @@ def _tangent_evaluation(emitter, parts, d, progress):
     tangents = emitter.tangent_statements([(name, entries) for name, _, entries in parts], set(names),
                                           names, emitter.carried_slots,
                                           hoist=len(d.sensitivity_indices) > 1)
+    # the directions in which each part's tangents can be other than zero:
+    # p_j's own; the multipliers' and the speeds' rates (every direction);
+    # the coordinates', the speeds' and the coordinates' rates where p_j
+    # enters the constraints or the kinematic equations (else the dependent
+    # coordinates and speeds and the rates are held: J_c dq = -df_c/dp_j = 0,
+    # B_v du = -(df_v/dp_j + J_vq dq) = 0, M_qq dqd = d(residual) - dM_qq qd
+    # = 0). A part in none of its directions writes zeros (its tangent
+    # function's direction table, see templates/model.c.jinja): the
+    # parameters of the dynamics alone (masses, inertias, dampers) skip the
+    # kinematics' tangents and every part they do not enter.
+    parameters = [d.p[k] for k in d.sensitivity_indices]
+    rates, moving = set(d.ud) | set(d.lam), set(d.q) | set(d.u) | set(d.qd)
+    kinematic = [any(p in part["seeds"] for (_, stage, _), part in zip(parts, tangents)
+                     if stage in KINEMATIC_STAGES) for p in parameters]
     grouped = {}
     for (_, stage, _), part in zip(parts, tangents):
+        part["active"] = [int(bool(part["seeds"] & ({p} | rates | (moving if kinematic[j] else set()))))
+                          for j, p in enumerate(parameters)]
         grouped.setdefault(stage, []).append(part)
     return grouped
+
+
+# the stages whose blocks are the constraints and the kinematic equations
+KINEMATIC_STAGES = ("residuals", "constraint_jacobians", "kinematics")
 
 
 # the extended fast path, for the outputs and the sensitivities: the partition

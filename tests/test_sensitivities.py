@@ -16,7 +16,9 @@ References, independent of the tangent code:
 """
 
 import math
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,6 +115,23 @@ def test_disk_at_moving_points_against_finite_differences(disk_sensitive):
     for seed in range(3):
         q, u = disk_point(disk_sensitive, seed)
         assert_matches_differences(disk_sensitive, q, u)
+
+
+def test_parameters_of_the_dynamics_alone_skip_the_kinematics_tangents(disk_sensitive):
+    """m and g enter neither the rolling constraints nor the kinematic
+    equations: in their directions the coordinates, speeds and rates are
+    held, and the tangents of the residuals', the constraint Jacobians' and
+    the kinematics' parts are zeros, not evaluated (their tables of
+    directions in the generated C); r moves the height, and evaluates them.
+    The results in every direction are checked above (closed form, finite
+    differences)."""
+    source = (Path(disk_sensitive.__file__).parent / "disk_sensitivities.c").read_text()
+    names = list(disk_sensitive.sensitivity_names)
+    assert names == ["m", "r", "g"]
+    for part in ("residuals", "constraint_jacobians", "kinematics"):
+        table = re.search(rf"active_{part}\[NSENS\] = {{ ([0-9, ]+) }};", source)
+        assert table, part
+        assert [int(x) for x in table.group(1).split(",")] == [name == "r" for name in names], part
 
 
 def test_another_partition_and_batches(build_dir):
