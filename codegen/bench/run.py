@@ -160,10 +160,13 @@ def _casadi_map_row(variant, c_ours, settings):
                samples=settings.c_repeats)
 
 
-def _sensitivity_rows(model, module, points, settings, work, progress):
+def _sensitivity_rows(model, module, points, settings, work, progress, scalar=None):
     """The sensitivities with respect to every parameter and to one (the
     first), per point on a batch, one thread, alternating with linearize's
-    batch of the same points (the model built without sensitivities)."""
+    batch of the same points (the model built without sensitivities) and,
+    where there is one, with its build without lane code (``scalar``: one
+    point at a time, as the sensitivities' own code runs; the note gives
+    that ratio too, the target is against the lanes')."""
     if not settings.sensitivities or not hasattr(model, "with_sensitivities") or not model.parameters:
         return [Row("sensitivities", "ours: sensitivities, every parameter", status="skipped",
                      note="--no-sensitivities" if not settings.sensitivities else "no parameters")]
@@ -172,16 +175,24 @@ def _sensitivity_rows(model, module, points, settings, work, progress):
         say(progress, f"{model.name}: built with sensitivities to {chosen if chosen == 'all' else chosen[0]}")
         sensitive = build_with(model.with_sensitivities(chosen), work / f"build_{key}")
         count = len(sensitive.sensitivity_names)
-        (sens, plain) = time_calls([sensitive.sensitivities, module.linearize], points, settings)
+        calls = [sensitive.sensitivities, module.linearize] + ([scalar.linearize] if scalar else [])
+        (sens, plain, *one_at_a_time) = time_calls(calls, points, settings)
         label = (f"ours: sensitivities, all {count} parameters" if chosen == "all"
                  else f"ours: sensitivities, one parameter ({chosen[0]})")
+        against_scalar = "".join(f"; {sens[0] / times[0]:.1f}x its batch without lane code "
+                                 f"({format_time(times[0])})" for times in one_at_a_time)
         rows.append(Row(key, label, *sens, max_diff=None,
                         note=f"{sens[0] / plain[0]:.1f}x linearize's batch in the same run "
                              f"({format_time(plain[0])} per point; {sens[0] / plain[0] / count:.2f}x "
-                             "per parameter); batch, one thread", samples=2 * settings.batch_repeats))
+                             f"per parameter){against_scalar}; batch, one thread",
+                        samples=2 * settings.batch_repeats))
         rows.append(Row(f"{key}_linearize", "ours: linearize, batch, one thread (paired)", *plain,
                         max_diff=None, note="alternating with the row above",
                         samples=2 * settings.batch_repeats))
+        for times in one_at_a_time:
+            rows.append(Row(f"{key}_linearize_scalar", "ours without lane code: linearize, batch (paired)",
+                            *times, max_diff=None, note="CODEGEN_LANES=off, alternating with the rows above",
+                            samples=2 * settings.batch_repeats))
     return rows
 
 
@@ -288,7 +299,7 @@ def _bench_model(spec, settings, work, progress):
             rows.append(_casadi_map_row(variant, rows[0], settings))
         if diff is not None:
             casadi_diff = diff if casadi_diff is None else max(casadi_diff, diff)
-    rows += _sensitivity_rows(model, module, points, settings, work, progress)
+    rows += _sensitivity_rows(model, module, points, settings, work, progress, scalar)
     rows += _output_rows(model_module, points, settings, work, progress)
     rows += _sympy_rows(spec, model, points, settings, A_ref, B_ref, progress)
 
