@@ -3222,14 +3222,14 @@ static int partition_solution(disk_workspace *w, double t, const double *q, cons
 /* y and, where linearization is asked for, the outputs' C and D in the
    workspace's partition by the general path, after evaluate_point: the
    Jacobians, the partition's solution (A', B', K_c, K_v, which the outputs
-   stage reads), then the outputs stage */
+   stage reads; linearize's A and B where not NULL), then the outputs stage */
 static int partition_outputs(disk_workspace *w, double t, const double *q, const double *u,
-                             const double *r, const double *p, int linearization)
+                             const double *r, const double *p, int linearization, double *A, double *B)
 {
     int status;
     evaluate_jacobians(w, t, q, u, r, p);
     if (linearization) {
-        status = partition_solution(w, t, q, u, r, p, 0, 0, 0, 0);
+        status = partition_solution(w, t, q, u, r, p, A, B, 0, 0);
         if (status != DISK_OK) return status;
     }
     evaluate_outputs(w, t, q, u, r, p);
@@ -3668,7 +3668,7 @@ int disk_outputs(double t, const double *q, const double *u, const double *r, co
     violation = check_constraints(w, tol);   /* reported first: the point is wrong */
     if (violation != DISK_OK) return violation;
     if (status != DISK_OK) return status;
-    status = partition_outputs(w, t, q, u, r, p, linearization);
+    status = partition_outputs(w, t, q, u, r, p, linearization, 0, 0);
     if (status != DISK_OK) return status;
     if (y) copy_view(NOUT, 1, make_view(w->y, 1, 0, 0, 0), 0, 0, make_view(y, 1, 0, 0, 0));
     if (C) copy_view(NOUT, NX, make_view(w->C_out, NX, 0, 0, 0), 0, 0, make_view(C, NX, 0, 0, 0));
@@ -3855,7 +3855,7 @@ int disk_outputs_local(double t, const double *q, const double *u, const double 
         widen_rows(NS, NX, NS, lw->T_null);
         if (!fast) {
             status = evaluate_point(w, t, q, u, r, p);
-            if (status == DISK_OK) status = partition_outputs(w, t, q, u, r, p, 1);
+            if (status == DISK_OK) status = partition_outputs(w, t, q, u, r, p, 1, 0, 0);
         }
         w->chart = kind;
         if (status == DISK_OK) status = general_local_chart_outputs(lw, t, q, u, r, p);
