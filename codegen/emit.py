@@ -602,6 +602,10 @@ def _steps(steps):
             yield from _steps(step.then + step.otherwise)
 
 
+# the stages whose blocks are the constraints and the kinematic equations
+KINEMATIC_STAGES = ("residuals", "constraint_jacobians", "kinematics")
+
+
 def _tangent_evaluation(emitter, parts, d, progress):
     """The tangent rendering of the evaluation parts (stage -> parts, see
     StageEmitter.tangent_statements), for the sensitivities: the tangents of
@@ -623,10 +627,10 @@ def _tangent_evaluation(emitter, parts, d, progress):
     # enters the constraints or the kinematic equations (else the dependent
     # coordinates and speeds and the rates are held: J_c dq = -df_c/dp_j = 0,
     # B_v du = -(df_v/dp_j + J_vq dq) = 0, M_qq dqd = d(residual) - dM_qq qd
-    # = 0). A part in none of its directions writes zeros (its tangent
-    # function's direction table, see templates/model.c.jinja): the
-    # parameters of the dynamics alone (masses, inertias, dampers) skip the
-    # kinematics' tangents and every part they do not enter.
+    # = 0). In a direction outside its table a part writes zeros instead of
+    # evaluating (templates/model.c.jinja): the parameters of the dynamics
+    # alone (masses, inertias, dampers) skip the kinematics' tangents and
+    # every part they do not enter.
     parameters = [d.p[k] for k in d.sensitivity_indices]
     rates, moving = set(d.ud) | set(d.lam), set(d.q) | set(d.u) | set(d.qd)
     kinematic = [any(p in part["seeds"] for (_, stage, _), part in zip(parts, tangents)
@@ -637,10 +641,6 @@ def _tangent_evaluation(emitter, parts, d, progress):
                           for j, p in enumerate(parameters)]
         grouped.setdefault(stage, []).append(part)
     return grouped
-
-
-# the stages whose blocks are the constraints and the kinematic equations
-KINEMATIC_STAGES = ("residuals", "constraint_jacobians", "kinematics")
 
 
 # the extended fast path, for the outputs and the sensitivities: the partition
