@@ -297,8 +297,10 @@ class StageEmitter:
         computed once a direction, are sums of products of those with the
         seeds' tangents. ``hoist`` False (one direction: nothing to share)
         leaves them inline, the temporaries in the tangents' function."""
-        defined_in, is_active, result = {}, {}, []
-        roots = {}   # temporary -> the active symbols its tangent depends on
+        defined_in, result = {}, []
+        # temporary -> the active symbols its tangent depends on (none: the
+        # temporary is not active)
+        roots = {}
         coefficients = 0
         printer = self.printer
         primal_names = dict(printer.names)
@@ -306,7 +308,7 @@ class StageEmitter:
         def partials(expr, what):
             found = []
             symbols = [symbol for symbol in sorted(expr.free_symbols, key=sm.default_sort_key)
-                       if (is_active[symbol] if symbol in is_active else symbol in active)]
+                       if (bool(roots[symbol]) if symbol in roots else symbol in active)]
             # the textbook rules, memoized per node (SymPy's diff: 90 % of this
             # stage's time, the bicycle's 26 parameters 38 s, for the same derivatives)
             rules = Differentiator(symbols) if symbols else None
@@ -328,11 +330,10 @@ class StageEmitter:
                 derivatives = {}
                 for x in new:
                     derivatives[x] = partials(self.temporary_expr[x], f"the common subexpression {x}")
-                    is_active[x] = bool(derivatives[x])
                     roots[x] = frozenset().union(*(roots.get(s, {s}) for s, _ in derivatives[x]))
                 entry_derivatives = [partials(expr, f"{block}[{index}]") for block, index, expr in entries]
                 # the tangents needed: of the entries, the carried ones, and theirs
-                needed = {x for x in new if is_active[x] and x in carried_slots}
+                needed = {x for x in new if roots[x] and x in carried_slots}
                 for found in entry_derivatives:
                     needed |= {symbol for symbol, _ in found if symbol in derivatives}
                 for x in reversed(new):
@@ -352,7 +353,7 @@ class StageEmitter:
                 printer.names.update({x: str(x) for x in new})
                 printer.names.update({x: f"carried[{carried_slots[x]}]" for x in loads})
                 tangent_of = dict(names)
-                tangent_of.update({x: f"d_carried[{carried_slots[x]}]" for x in loads if is_active[x]})
+                tangent_of.update({x: f"d_carried[{carried_slots[x]}]" for x in loads if roots[x]})
                 tangent_of.update({x: f"d_{x}" for x in new})
 
                 slots, new_set = {}, set(new)
