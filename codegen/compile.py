@@ -571,6 +571,73 @@ def _install(builds, base, build_dir, record, replace):
     return record
 
 
+# CODEGEN_COMPILE_CACHE=<dir>: a content-addressed store of compiled extension
+# modules and of Cython's translations, shared by every output directory (as
+# ccache is for object files). An entry is found by the SHA-256 of everything
+# its compile reads: every generated file, every command line, the compiler's
+# identity, the Python ABI and the NumPy and Cython versions. A build that
+# finds its module there (another output directory built the same model with
+# the same tools: a test suite, CI jobs, a forced rebuild) copies it instead of
+# running Cython and the compiler. Off unless set; never cleaned (remove the
+# directory to empty it). Entries are written atomically and checked on read.
+COMPILE_CACHE_ENV = "CODEGEN_COMPILE_CACHE"
+_CACHE_MAGIC = b"codegen compile cache 1 "
+
+
+def compile_cache_dir():
+    """The compile cache's directory ($CODEGEN_COMPILE_CACHE), or None."""
+    value = os.environ.get(COMPILE_CACHE_ENV, "").strip()
+    return Path(value).expanduser().resolve() if value else None
+
+
+def _digest(*parts):
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else str(part).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _cache_get(kind, digest, destination):
+    """Write the compile cache's entry ``kind/digest`` to ``destination``;
+    False where there is none (or no cache), or it does not match its checksum."""
+    directory = compile_cache_dir()
+    if directory is None:
+        return False
+    try:
+        data = (directory / kind / digest).read_bytes()
+    except OSError:
+        return False
+    header, _, payload = data.partition(b"\n")
+    if header != _CACHE_MAGIC + hashlib.sha256(payload).hexdigest().encode():
+        return False        # damaged (or written by another version): compiled again, and replaced
+    Path(destination).write_bytes(payload)
+    return True
+
+
+def _cache_put(kind, digest, source):
+    """Store ``source`` as the entry ``kind/digest`` (atomically: a reader sees
+    the whole entry or none); a cache that cannot be written is skipped."""
+    directory = compile_cache_dir()
+    if directory is None:
+        return
+    try:
+        payload = Path(source).read_bytes()
+        folder = directory / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{digest}.", dir=folder)
+        try:
+            with os.fdopen(handle, "wb") as f:
+                f.write(_CACHE_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, folder / digest)
+        except BaseException:
+            _remove(Path(temporary))
+            raise
+    except OSError:
+        pass
+
+
 def _run(command, cwd, label):
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
@@ -600,21 +667,28 @@ class WrapperTranslation:
         self.output = self.dir / f"_{name}_wrapper.c"
         self.command = [sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", f"_{name}",
                         "-o", str(self.output), str(pyx)]
-        self.process = subprocess.Popen(self.command, cwd=self.dir, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+        # Cython's C depends on the text and the versions only (not on paths)
+        self.digest = _digest("cython", sys.version, _numpy_and_cython(), *self.command[1:7], pyx_text)
+        self.process = None
+        if not _cache_get("cython", self.digest, self.output):
+            self.process = subprocess.Popen(self.command, cwd=self.dir, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)
 
     def finish(self, destination):
-        """Wait for Cython; move its C to ``destination``."""
+        """Wait for Cython (or take its C from the compile cache); move its C
+        to ``destination``."""
         try:
-            out, err = self.process.communicate()
-            if self.process.returncode != 0:
-                raise BuildError(f"Cython failed ({' '.join(self.command)}):\n{out}{err}")
+            if self.process is not None:
+                out, err = self.process.communicate()
+                if self.process.returncode != 0:
+                    raise BuildError(f"Cython failed ({' '.join(self.command)}):\n{out}{err}")
+                _cache_put("cython", self.digest, self.output)
             shutil.move(str(self.output), str(destination))
         finally:
             self.cancel()
 
     def cancel(self):
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.communicate()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -649,15 +723,8 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         for file_name, text in sources.files.items():
             (work / file_name).write_text(text)
 
-        # The model's C does not depend on the wrapper: it compiles while
-        # Cython translates the wrapper, and then beside the wrapper's C.
         started = time.perf_counter()
         pyx_text = sources.files[f"_{name}.pyx"]
-        if wrapper is None or wrapper.pyx_text != pyx_text:
-            if wrapper is not None:
-                wrapper.cancel()
-            wrapper = WrapperTranslation(name, pyx_text, output_dir)
-        say(f"cython: translating the wrapper, while {cc} compiles {name}.c")
         lanes = lane_target()
         has_lanes = lanes.name != "off" and f"{name}_lanes.c" in sources.files
         if not has_lanes:
@@ -672,39 +739,61 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                                 f"-D{name.upper()}_LANES_SIMD",
                                 *([f"-D{name.upper()}_VECTOR_MATH"] if lanes.vector_math else []),
                                 "-c", f"{name}_lanes.c", "-o", f"{name}_lanes.o"])
-        compiling = [(command, subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
-                                                stderr=subprocess.PIPE, text=True)) for command in commands]
-        try:
-            wrapper_c = work / f"_{name}_wrapper.c"
-            wrapper.finish(wrapper_c)
-            timings["cython"] = time.perf_counter() - started
-
-            started = time.perf_counter()
-            say(f"compiling {name}.c and the wrapper with {cc}")
-            include = sysconfig.get_paths()["include"]
-            import numpy
-            numpy_include = numpy.get_include()
-            wrapper_command = [cc, *wrapper_optimization_flags(), "-fPIC", "-I", include, "-I", numpy_include,
-                               "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", *defines, "-c",
-                               wrapper_c.name, "-o", f"_{name}_wrapper.o"]
-            compiling.append((wrapper_command, subprocess.Popen(
-                wrapper_command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-            for command, process in compiling:
-                out, err = process.communicate()
-                if process.returncode != 0:
-                    raise BuildError(f"C compilation failed ({' '.join(command)}):\n{out}{err}")
-        finally:
-            for _, process in compiling:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        include = sysconfig.get_paths()["include"]
+        import numpy
+        numpy_include = numpy.get_include()
+        wrapper_c = work / f"_{name}_wrapper.c"
+        wrapper_command = [cc, *wrapper_optimization_flags(), "-fPIC", "-I", include, "-I", numpy_include,
+                           "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", *defines, "-c",
+                           wrapper_c.name, "-o", f"_{name}_wrapper.o"]
         extension = f"_{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
         objects = [f"{name}.o", f"_{name}_wrapper.o"] + ([f"{name}_lanes.o"] if has_lanes else [])
-        _run([cc, "-shared", *objects, "-o", extension, *(["-lmvec"] if lanes.vector_math else []), "-lm"],
-             work, "linking")
-        timings["compile"] = time.perf_counter() - started
-        for leftover in (wrapper_c, *(work / o for o in objects)):
-            leftover.unlink()
+        link_command = [cc, "-shared", *objects, "-o", extension, *(["-lmvec"] if lanes.vector_math else []),
+                        "-lm"]
+        # everything the compile reads (the compile cache's key)
+        compiled_digest = _digest("extension", _compiler_identity(), sys.version, _numpy_and_cython(),
+                                  *(" ".join(command) for command in (*commands, wrapper_command, link_command)),
+                                  *(f"{file_name}\x00{sources.files[file_name]}"
+                                    for file_name in sorted(sources.files)))
+        from_cache = _cache_get("extensions", compiled_digest, work / extension)
+        if from_cache:
+            if wrapper is not None:
+                wrapper.cancel()
+            say(f"compile cache: {name}'s module, compiled from the same files with the same tools")
+            timings["cython"] = 0.0
+            timings["compile"] = time.perf_counter() - started
+        else:
+            # The model's C does not depend on the wrapper: it compiles while
+            # Cython translates the wrapper, and then beside the wrapper's C.
+            if wrapper is None or wrapper.pyx_text != pyx_text:
+                if wrapper is not None:
+                    wrapper.cancel()
+                wrapper = WrapperTranslation(name, pyx_text, output_dir)
+            say(f"cython: translating the wrapper, while {cc} compiles {name}.c")
+            compiling = [(command, subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.PIPE, text=True)) for command in commands]
+            try:
+                wrapper.finish(wrapper_c)
+                timings["cython"] = time.perf_counter() - started
+
+                started = time.perf_counter()
+                say(f"compiling {name}.c and the wrapper with {cc}")
+                compiling.append((wrapper_command, subprocess.Popen(
+                    wrapper_command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+                for command, process in compiling:
+                    out, err = process.communicate()
+                    if process.returncode != 0:
+                        raise BuildError(f"C compilation failed ({' '.join(command)}):\n{out}{err}")
+            finally:
+                for _, process in compiling:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait()
+            _run(link_command, work, "linking")
+            timings["compile"] = time.perf_counter() - started
+            for leftover in (wrapper_c, *(work / o for o in objects)):
+                leftover.unlink()
+            _cache_put("extensions", compiled_digest, work / extension)
 
         record = {"name": name, "key": key, "extension": extension,
                   "operation_count": sources.operation_count,
@@ -714,6 +803,8 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                             "vector_math": lanes.vector_math, **sources.fast_path} if has_lanes else
                            {"target": "off", "lanes": lanes.lanes, "why": sources.lanes
                             if sources.lanes != "lanes" else "CODEGEN_LANES=off"},
+                  # the module compiled here, or copied from $CODEGEN_COMPILE_CACHE
+                  "compiled": "compile cache" if from_cache else "here",
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         record.update(extra_record or {})
         record["files"] = _file_facts(work)
@@ -724,6 +815,8 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         os.chmod(work, 0o755)   # mkdtemp's 0700 would hide a shared directory's builds from others
         os.rename(work, build_dir)
     except BaseException:
+        if wrapper is not None:
+            wrapper.cancel()
         shutil.rmtree(work, ignore_errors=True)
         raise
     with _writing(output_dir):

@@ -2,6 +2,8 @@
 temporary output directory, so the derivation and the C compile are paid once."""
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -13,6 +15,21 @@ import codegen
 # (codegen/compile.py). Set here, before any build, so that the commands the
 # tests run in other processes (the README's, the CLI's) share the cache.
 os.environ.setdefault("CODEGEN_WRAPPER_OPTIMIZATION", "-O0")
+
+# Many tests build the same model into an output directory of their own (the
+# cache, the CLI, the README's commands): with a compile cache for the session
+# (codegen/compile.py), only the first runs Cython and the compiler. Made here
+# by the first process (the xdist controller), whose environment the workers
+# and the commands the tests run inherit; removed by it at the end.
+_OWN_COMPILE_CACHE = None
+if not os.environ.get("CODEGEN_COMPILE_CACHE"):
+    _OWN_COMPILE_CACHE = tempfile.mkdtemp(prefix="codegen-compile-cache-")
+    os.environ["CODEGEN_COMPILE_CACHE"] = _OWN_COMPILE_CACHE
+
+
+def pytest_unconfigure(config):
+    if _OWN_COMPILE_CACHE is not None:
+        shutil.rmtree(_OWN_COMPILE_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -277,10 +277,12 @@ def test_sigkilled_build_leaves_nothing_after_the_next_build(out, pendulum):
               "from codegen.pipeline import build_artifact; "
               "build_artifact(t.make_pendulum(), sys.argv[1], force=True)")
     # its own process group: SIGKILL takes Cython and the compiler with it, as a
-    # killed terminal session would
+    # killed terminal session would; without the compile cache, which would
+    # leave almost no time to kill it in
+    env = {k: v for k, v in os.environ.items() if k != compile_stage.COMPILE_CACHE_ENV}
     process = subprocess.Popen([sys.executable, "-c", script, str(out), str(Path(__file__).parent)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+                               start_new_session=True, env=env)
     deadline = time.monotonic() + 120
     temporaries = []
     while not temporaries and time.monotonic() < deadline and process.poll() is None:
@@ -296,6 +298,39 @@ def test_sigkilled_build_leaves_nothing_after_the_next_build(out, pendulum):
     build_artifact(pendulum, out)
     assert not any(p.exists() for p in temporaries)
     assert complete_build(out / "pendulum") is not None
+
+
+# 6b. the compile cache ($CODEGEN_COMPILE_CACHE) -----------------------------------------
+
+def test_compile_cache_gives_the_same_module_and_refuses_a_damaged_entry(pendulum, tmp_path, monkeypatch):
+    """A second output directory takes the module from the compile cache: the
+    same bytes, the same results; a damaged entry is not used (compiled
+    again, and the entry repaired); a different compile (another wrapper
+    optimization) is another entry."""
+    cache = tmp_path / "compile-cache"
+    monkeypatch.setenv(compile_stage.COMPILE_CACHE_ENV, str(cache))
+    first = build_artifact(pendulum, tmp_path / "a")
+    second = build_artifact(pendulum, tmp_path / "b")
+    assert first.record["compiled"] == "here" and second.record["compiled"] == "compile cache"
+    assert second.timings["cython"] == 0.0
+    extension = first.record["extension"]
+    assert (first.package_dir / extension).read_bytes() == (second.package_dir / extension).read_bytes()
+    assert_pendulum(codegen.load("pendulum", tmp_path / "b"))
+
+    entries = list((cache / "extensions").iterdir())
+    assert len(entries) == 1 and len(list((cache / "cython").iterdir())) == 1
+    entries[0].write_bytes(entries[0].read_bytes()[:-100])       # truncated
+    third = build_artifact(pendulum, tmp_path / "c")
+    assert third.record["compiled"] == "here"
+    assert_pendulum(codegen.load("pendulum", tmp_path / "c"))
+    fourth = build_artifact(pendulum, tmp_path / "d")             # the entry was written again
+    assert fourth.record["compiled"] == "compile cache"
+
+    level = "-O1" if os.environ.get("CODEGEN_WRAPPER_OPTIMIZATION") == "-O0" else "-O0"
+    monkeypatch.setenv("CODEGEN_WRAPPER_OPTIMIZATION", level)
+    fifth = build_artifact(pendulum, tmp_path / "e")
+    assert fifth.record["compiled"] == "here" and len(list((cache / "extensions").iterdir())) == 2
+    assert_pendulum(codegen.load("pendulum", tmp_path / "e"))
 
 
 # 7. a read-only output directory with a finished build -----------------------------------
