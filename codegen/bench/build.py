@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
+
+from ..compile import COMPILE_CACHE_ENV
+
+
+@contextmanager
+def cold(**environment):
+    """These environment variables set, and no compile cache
+    ($CODEGEN_COMPILE_CACHE): the stages a benchmark reports are the
+    compiler's and Cython's own, not a copy's."""
+    changes = {COMPILE_CACHE_ENV: None, **environment}
+    saved = {key: os.environ.get(key) for key in changes}
+    for key, value in changes.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def form_model(spec):
@@ -15,12 +41,13 @@ def form_model(spec):
 
 
 def forced_build(model, output_dir):
-    """A fresh build (no cache) of ``model`` into ``output_dir``:
-    ``(artifact, module, import_seconds)``."""
+    """A fresh build (no cache, no compile cache) of ``model`` into
+    ``output_dir``: ``(artifact, module, import_seconds)``."""
     from ..load import load_package
     from ..pipeline import build_artifact
 
-    artifact = build_artifact(model, output_dir, force=True)
+    with cold():
+        artifact = build_artifact(model, output_dir, force=True)
     started = time.perf_counter()
     module = load_package(artifact.package_dir)
     return artifact, module, time.perf_counter() - started
@@ -49,22 +76,13 @@ def copy_c_sources(artifact, name, c_dir):
 
 
 def build_with(model, output_dir, **environment):
-    """The model built (forced) with these environment variables set for the
-    build (e.g. CODEGEN_LANES="off": batches one point at a time, as before
-    the lanes; CODEGEN_VECTOR_MATH="1"): the loaded module."""
-    import os
-
+    """The model built (forced, without the compile cache) with these
+    environment variables set for the build (e.g. CODEGEN_LANES="off":
+    batches one point at a time, as before the lanes; CODEGEN_VECTOR_MATH="1"):
+    the loaded module."""
     from ..load import load_package
     from ..pipeline import build_artifact
 
-    saved = {key: os.environ.get(key) for key in environment}
-    os.environ.update(environment)
-    try:
+    with cold(**environment):
         artifact = build_artifact(model, output_dir, force=True)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                del os.environ[key]
-            else:
-                os.environ[key] = value
     return load_package(artifact.package_dir)
