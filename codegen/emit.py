@@ -31,7 +31,8 @@ from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx
                            workspace_layout)
 from .differentiate import Differentiator
 from .errors import ModelError
-from .lanes import KERNEL_OUTPUTS, LIBM_ARITIES, kernel_signature, lane_code, lane_doubles
+from .lanes import (KERNEL_OUTPUTS, LIBM_ARITIES, TANGENT_SECTIONS, direction_lane_code, kernel_signature,
+                    lane_code, lane_doubles)
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter, unprintable
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
@@ -756,6 +757,18 @@ def emit(derivation, progress=None, straight_line_limit=None):
         if array in written and array not in array_family:
             array_family[array] = "sensitivity"
     family_arrays["sensitivity"] = [array for array in ARRAYS if array_family.get(array) == "sensitivity"]
+    # the sensitivities' tangents for W parameter directions at once, in the lane code
+    directions, directions_why = (direction_lane_code(tangent_evaluation, extended.sections,
+                                                      family_arrays["sensitivity"], d.name.upper(),
+                                                      sizes["nsens"])
+                                  if lanes and extended and sizes["nsens"] else (None, "no lane code"))
+    if sizes["nsens"] > 1 and directions_why:
+        say(f"sensitivities: one direction at a time ({directions_why})")
+    if directions:
+        # the doubles of one direction (its arrays, the evaluation's carried
+        # tangents, the tangent stages' carried values, its flags)
+        directions["doubles"] = " + ".join([f"({size})" for _, size in directions["arrays"]] + [
+            f"{carried_by_evaluation} + 1", f"{len(directions['carried'])} + 1", "3"])
     NAME = d.name.upper()
     factors_by_name = {step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)}
     all_steps = [step for stage in stages for step in _steps(stage.steps)]
@@ -841,6 +854,8 @@ def emit(derivation, progress=None, straight_line_limit=None):
             entry, stages, {**{stage: d.stages[stage] for stage in d.stages}}),
         # the stages the generated entry point bodies run (a run_<stage> function each)
         lanes=lanes,
+        directions=directions,
+        tangent_sections=TANGENT_SECTIONS,
         kernel_outputs=KERNEL_OUTPUTS,
         kernel_signature=lambda kernel: kernel_signature(d.name, kernel),
         arities=LIBM_ARITIES,

@@ -344,3 +344,88 @@ def lane_doubles(code, sizes, carried_count):
     arrays = sum(count(shapes[name][0]) * count(shapes[name][1]) + 1 for name, _ in code.arrays)
     # carried, the flag, unsteady, the hoisted calls
     return inputs + arrays + carried_count + 1 + 1 + sizes["nx"] + 1 + len(code.math) + 1
+
+
+# ---- direction lanes: the sensitivities' tangents, W parameter directions at once ----
+#
+# The sensitivities run the tangents of every stage once per parameter
+# direction, at one point: the primal values (the blocks, the factors, the
+# partials d x / d s) are the same in every direction, only the tangents
+# differ. On the fast path (the default partition's straight-line code) the
+# tangents of W directions run at once: every tangent array is W values, one
+# per direction (dl->d_M_uu[17][k]: entry 17 of direction k), the primal's are
+# read as they are, and each part or stage is one loop over the directions.
+# The same operations in the same order as the scalar code of one direction:
+# the same bits (a part a direction does not enter stores the zeros the
+# scalar code stores).
+
+# the tangent stages of the direction loop, in its order (the outputs' tangents
+# stay one direction at a time)
+TANGENT_SECTIONS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates", "tangent_partition",
+                    "tangent_solution")
+# the straight-line operations a tangent stage may have in direction lanes
+DIRECTION_OPERATIONS = ("define", "store", "check_finite", "comment")
+# a tangent's array entry in a part's statements (d_q[3], d_carried[12]) -> its direction's
+_TANGENT_ENTRY = re.compile(r"\b(d_\w+)\[(\d+)\]")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+
+
+def direction_lane_code(tangent_evaluation, extended_sections, tangent_arrays, name_prefix, nsens):
+    """The direction-lane rendering of the sensitivities' fast path, or
+    ``(None, why)``. ``tangent_arrays``: the sensitivity workspace's arrays
+    (one per direction here); ``extended_sections``: the extended fast path's
+    straight-line operations (stage -> operations)."""
+    if nsens < 2:
+        return None, "one parameter direction"
+    missing = [stage for stage in TANGENT_SECTIONS if stage not in extended_sections]
+    if missing:
+        return None, f"no straight-line code for {', '.join(missing)}"
+    sections = {stage: extended_sections[stage] for stage in TANGENT_SECTIONS}
+    # the carried values the tangent stages store (a direction's own) -> their row here
+    stored = sorted({o.index for ops in sections.values() for o in ops if o.op == "store" and o.array == "carried"})
+    carried = {slot: row for row, slot in enumerate(stored)}
+    used = {"d_q", "d_u", "d_qd", "d_ud", "d_p", "d_A_full", "d_B_full"}
+    for stage, ops in sections.items():
+        for o in ops:
+            if o.op not in DIRECTION_OPERATIONS:
+                return None, f"{stage}: the operation {o.op!r} has no direction-lane form"
+            if o.op == "store" and (o.output or (o.array not in tangent_arrays and o.array != "carried")):
+                return None, f"{stage} stores into {o.array}, not a tangent"
+            for value in (*o.args, *o.entries, *o.others, o.pivot, o.value):
+                if getattr(value, "kind", None) == "element" and value.array in tangent_arrays:
+                    used.add(value.array)
+            if o.op in ("store", "check_finite") and o.array != "carried":
+                used.add(o.array)
+
+    def per_direction(expr):
+        return _TANGENT_ENTRY.sub(r"\1[\2][k]", expr)
+
+    parts = {}
+    for stage, group in tangent_evaluation.items():
+        if stage == "outputs":
+            continue
+        rendered = []
+        for part in group:
+            if not part["hoisted"]:
+                return None, f"{part['name']}: its partials are not computed once a point"
+            exprs = [expr for _, expr, _ in part["tangents"]] + [expr for _, _, expr in part["entries"]]
+            calls = sorted({c for expr in exprs for c in _CALL.findall(expr)})
+            if calls:
+                return None, f"{part['name']}: its tangents call {calls[0]}"
+            used |= {f"d_{block}" for block, _, _ in part["entries"]}
+            active = part["active"]
+            rendered.append(dict(
+                name=part["name"], active=active,
+                mode="all" if all(active) else "none" if not any(active) else "mixed",
+                tangents=[(dx, per_direction(expr), slot) for dx, expr, slot in part["tangents"]],
+                entries=[(block, index, per_direction(expr)) for block, index, expr in part["entries"]]))
+        parts[stage] = rendered
+    unknown = sorted(used - set(tangent_arrays) - {"d_carried"})
+    if unknown:
+        return None, f"{unknown[0]} is not a tangent array"
+    arrays = [(name, _size(ARRAYS[name], name_prefix)) for name in ARRAYS if name in used]
+    # the directions in an order that keeps those entering the same parts together
+    signature = [tuple(part["active"][j] for group in parts.values() for part in group) for j in range(nsens)]
+    order = sorted(range(nsens), key=lambda j: (tuple(-a for a in signature[j]), j))
+    return dict(parts=parts, sections=sections, carried=carried, arrays=arrays, order=order,
+                per_direction={name for name, _ in arrays}), None

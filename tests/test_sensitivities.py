@@ -245,6 +245,52 @@ def test_the_fast_path_agrees_with_the_general_path(disk_sensitive, build_dir):
         assert_renderings_agree(module, q, u)
 
 
+def test_direction_lanes_give_the_scalar_codes_bits(disk_sensitive, build_dir, monkeypatch):
+    """On the fast path the lane code takes W parameter directions at once
+    (templates/lanes.c.jinja, direction_*): the results of the scalar code
+    (the same model built with CODEGEN_LANES=off), value for value, on the
+    disk (3 directions: one block, padded) and the four-bar (7: two blocks,
+    the parameters of its kinematics and of its dynamics alone mixed), at
+    moving points; the four-bar also near its partition's
+    singular angles, where some points take the general path."""
+    import json
+
+    from codegen import compile as compile_stage
+    if compile_stage.lane_target().name == "off":
+        pytest.skip("no lane code on this machine (CODEGEN_LANES=off)")
+    fourbar_model = fourbar.make_model(1).with_sensitivities("all")
+    lanes = {"disk": disk_sensitive, "fourbar": codegen.build(fourbar_model, output_dir=build_dir)}
+    monkeypatch.setenv("CODEGEN_LANES", "off")
+    scalar = {"disk": codegen.build(disk_models.make_model(sensitivities="all"), output_dir=build_dir),
+              "fourbar": codegen.build(fourbar_model, output_dir=build_dir)}
+    monkeypatch.undo()
+    for name, module in lanes.items():
+        folder = Path(module.__file__).parent
+        assert f"{module.name}_direction_lanes(" in (folder / f"{module.name}_lanes.c").read_text(), name
+        record = json.loads((Path(scalar[name].__file__).parent / "build.json").read_text())
+        assert record["lanes"]["target"] == "off", name
+    points = {"disk": [disk_point(disk_sensitive, seed) for seed in range(6)], "fourbar": []}
+    params = dict(zip(lanes["fourbar"].p_names, lanes["fourbar"].default_parameters))
+    for phi in np.linspace(0.05, 2 * np.pi - 0.05, 17):
+        try:
+            points["fourbar"].append(tuple(np.array(v) for v in fourbar.general(params, phi=phi, omega=0.9)[:2]))
+        except Exception:   # no assembly there
+            continue
+    for name, module in lanes.items():
+        q = np.array([point[0] for point in points[name]])
+        u = np.array([point[1] for point in points[name]])
+        options = dict(steady_tol=None, tol=1e-6)
+        for k in range(len(q)):
+            try:
+                expected = scalar[name].sensitivities(q[k], u[k], **options)
+            except codegen.errors.EvaluationError:
+                continue
+            got = module.sensitivities(q[k], u[k], **options)
+            for field in ("dA", "dB", "A", "B"):
+                np.testing.assert_array_equal(getattr(got, field), getattr(expected, field), err_msg=f"{name} {k} {field}")
+        assert len(q) >= 6
+
+
 def test_the_outputs_fast_path_agrees_with_the_general_path(build_dir):
     """The outputs' C, D and their tangents by the extended straight-line
     path against the looped one (the same partition, given explicitly)."""
@@ -474,10 +520,13 @@ int main(int argc, char **argv)
 
 
 @pytest.mark.parametrize("checker", ["sanitizers", "valgrind"])
-def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_dir, tmp_path, checker):
+@pytest.mark.parametrize("lanes", [False, True], ids=["scalar", "direction_lanes"])
+def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_dir, tmp_path, checker, lanes):
     """<name>_sensitivities from C on a fresh, uninitialized workspace: no
     memory error, no undefined behaviour, no read of an unwritten value, and
-    the module's numbers bit for bit (the same C, the same flags but the checks')."""
+    the module's numbers bit for bit (the same C, the same flags but the
+    checks'); without the lane code, and with it (the directions four at a
+    time: the disk's three in one block, one lane a copy)."""
     import os
     import shutil
     import subprocess
@@ -493,8 +542,12 @@ def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_
     if checker == "sanitizers":
         flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     binary = tmp_path / "driver"
-    subprocess.run(["cc", *flags, str(source), str(folder / f"{name}.c"), "-o", str(binary), "-lm"],
-                   check=True, capture_output=True)
+    sources = [str(source), str(folder / f"{name}.c")]
+    if lanes:
+        upper = name.upper()
+        flags += [f"-D{upper}_LANES=4", f"-D{upper}_LANES_KERNELS", f"-D{upper}_LANES_SIMD", "-fopenmp-simd"]
+        sources.append(str(folder / f"{name}_lanes.c"))
+    subprocess.run(["cc", *flags, *sources, "-o", str(binary), "-lm"], check=True, capture_output=True)
     q, u = disk_point(disk_sensitive, 7)
     command = [str(binary), *map(repr, q.tolist()), *map(repr, u.tolist())]
     if checker == "valgrind":

@@ -238,6 +238,13 @@ extern const char *const disk_block_names[DISK_NBLOCKS + 1];
  *   disk_sensitivity_workspace   the parameter sensitivities (the base workspace and the tangents of its arrays)
  * A controller that calls only disk_linearize carries only the first.
  */
+/* Points per lane block: the same in every file of a build (the batch
+   workspace's size depends on it), including the caller's. 8 by default (one
+   512-bit vector per value); 4 suits AVX2 and 2 SSE2 (one vector per value:
+   faster to compile, as fast to run). */
+#ifndef DISK_LANES
+#define DISK_LANES 8
+#endif
 typedef struct disk_workspace {
     double f_c[DISK_NC * 1 + 1];
     double f_v[DISK_NV * 1 + 1];
@@ -928,13 +935,6 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  * macro changes nothing). The same results, bit for bit; the object then
  * needs libgcc's CPU check besides libm.
  */
-/* Points per lane block: the same in every file of a build (the batch
-   workspace's size depends on it), including the caller's. 8 by default (one
-   512-bit vector per value); 4 suits AVX2 and 2 SSE2 (one vector per value:
-   faster to compile, as fast to run). */
-#ifndef DISK_LANES
-#define DISK_LANES 8
-#endif
 #define DISK_LANE_DOUBLES 907   /* the lane code's doubles per lane */
 /* The workspace of every batch function (one per thread): the one-point
    calls' (a local workspace: linearize's is its .base) and the lanes' */
