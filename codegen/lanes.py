@@ -359,8 +359,8 @@ def lane_doubles(code, sizes, carried_count):
 # the same bits (a part a direction does not enter stores the zeros the
 # scalar code stores).
 
-# the tangent stages of the direction loop, in its order (the outputs' tangents
-# stay one direction at a time)
+# the tangent stages of the direction loop, in its order (then the outputs',
+# where the model has outputs and the call asks for dC or dD)
 TANGENT_SECTIONS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates", "tangent_partition",
                     "tangent_solution")
 # the straight-line operations a tangent stage may have in direction lanes
@@ -380,11 +380,14 @@ def direction_lane_code(tangent_evaluation, extended_sections, tangent_arrays, n
     missing = [stage for stage in TANGENT_SECTIONS if stage not in extended_sections]
     if missing:
         return None, f"no straight-line code for {', '.join(missing)}"
-    sections = {stage: extended_sections[stage] for stage in TANGENT_SECTIONS}
+    # the outputs' tangents (dC, dD) where the model has outputs
+    stages = TANGENT_SECTIONS + (("tangent_outputs",) if "tangent_outputs" in extended_sections else ())
+    sections = {stage: extended_sections[stage] for stage in stages}
     # the carried values the tangent stages store (a direction's own) -> their row here
     stored = sorted({o.index for ops in sections.values() for o in ops if o.op == "store" and o.array == "carried"})
     carried = {slot: row for row, slot in enumerate(stored)}
-    used = {"d_q", "d_u", "d_qd", "d_ud", "d_p", "d_A_full", "d_B_full"}
+    used = {"d_q", "d_u", "d_qd", "d_ud", "d_p", "d_A_full", "d_B_full"} | (
+        {"d_C_out", "d_D_out"} if "tangent_outputs" in sections else set())
     for stage, ops in sections.items():
         for o in ops:
             if o.op not in DIRECTION_OPERATIONS:
@@ -402,7 +405,7 @@ def direction_lane_code(tangent_evaluation, extended_sections, tangent_arrays, n
 
     parts = {}
     for stage, group in tangent_evaluation.items():
-        if stage == "outputs":
+        if stage == "outputs" and "tangent_outputs" not in sections:
             continue
         rendered = []
         for part in group:

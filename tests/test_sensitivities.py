@@ -249,9 +249,10 @@ def test_direction_lanes_give_the_scalar_codes_bits(disk_sensitive, build_dir, m
     """On the fast path the lane code takes W parameter directions at once
     (templates/lanes.c.jinja, direction_*): the results of the scalar code
     (the same model built with CODEGEN_LANES=off), value for value, on the
-    disk (3 directions: one block, padded) and the four-bar (7: two blocks,
-    the parameters of its kinematics and of its dynamics alone mixed), at
-    moving points; the four-bar also near its partition's
+    disk (3 directions: one block, padded), the four-bar (7: two blocks,
+    the parameters of its kinematics and of its dynamics alone mixed) and a
+    pendulum with outputs (dC, dD too), at moving points; the four-bar also
+    near its partition's
     singular angles, where some points take the general path."""
     import json
 
@@ -259,10 +260,13 @@ def test_direction_lanes_give_the_scalar_codes_bits(disk_sensitive, build_dir, m
     if compile_stage.lane_target().name == "off":
         pytest.skip("no lane code on this machine (CODEGEN_LANES=off)")
     fourbar_model = fourbar.make_model(1).with_sensitivities("all")
-    lanes = {"disk": disk_sensitive, "fourbar": codegen.build(fourbar_model, output_dir=build_dir)}
+    outputs_model = pendulum_model(pendulum_outputs, name="pendulum_sensitivities").with_sensitivities("all")
+    lanes = {"disk": disk_sensitive, "fourbar": codegen.build(fourbar_model, output_dir=build_dir),
+             "outputs": codegen.build(outputs_model, output_dir=build_dir)}
     monkeypatch.setenv("CODEGEN_LANES", "off")
     scalar = {"disk": codegen.build(disk_models.make_model(sensitivities="all"), output_dir=build_dir),
-              "fourbar": codegen.build(fourbar_model, output_dir=build_dir)}
+              "fourbar": codegen.build(fourbar_model, output_dir=build_dir),
+              "outputs": codegen.build(outputs_model, output_dir=build_dir)}
     monkeypatch.undo()
     for name, module in lanes.items():
         folder = Path(module.__file__).parent
@@ -270,6 +274,10 @@ def test_direction_lanes_give_the_scalar_codes_bits(disk_sensitive, build_dir, m
         record = json.loads((Path(scalar[name].__file__).parent / "build.json").read_text())
         assert record["lanes"]["target"] == "off", name
     points = {"disk": [disk_point(disk_sensitive, seed) for seed in range(6)], "fourbar": []}
+    length = lanes["outputs"].default_parameters[lanes["outputs"].p_names.index("L")]
+    points["outputs"] = [tuple(np.array(v) for v in lanes["outputs"].complete([side * length, length], [rate, 0.0]))
+                         for side, rate in ((0.4, 0.7), (0.8, -0.2), (-0.6, 2.0), (0.1, 0.3), (-0.3, -1.0),
+                                            (0.5, 0.0))]
     params = dict(zip(lanes["fourbar"].p_names, lanes["fourbar"].default_parameters))
     for phi in np.linspace(0.05, 2 * np.pi - 0.05, 17):
         try:
@@ -280,13 +288,15 @@ def test_direction_lanes_give_the_scalar_codes_bits(disk_sensitive, build_dir, m
         q = np.array([point[0] for point in points[name]])
         u = np.array([point[1] for point in points[name]])
         options = dict(steady_tol=None, tol=1e-6)
+        r = [0.6] if module.nr else None
+        fields = ("dA", "dB", "A", "B") + (("dC", "dD", "C", "D") if name == "outputs" else ())
         for k in range(len(q)):
             try:
-                expected = scalar[name].sensitivities(q[k], u[k], **options)
+                expected = scalar[name].sensitivities(q[k], u[k], r, **options)
             except codegen.errors.EvaluationError:
                 continue
-            got = module.sensitivities(q[k], u[k], **options)
-            for field in ("dA", "dB", "A", "B"):
+            got = module.sensitivities(q[k], u[k], r, **options)
+            for field in fields:
                 np.testing.assert_array_equal(getattr(got, field), getattr(expected, field), err_msg=f"{name} {k} {field}")
         assert len(q) >= 6
 
