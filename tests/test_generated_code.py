@@ -76,6 +76,23 @@ def test_strict_compilation(disk_sources, tmp_path, compiler):
         assert result.stderr == "", (source, flags)
 
 
+def test_wrapper_compiles_without_a_warning(disk_sources, tmp_path):
+    """The Cython wrapper's C, as the build translates and compiles it, gives
+    the compiler nothing to warn of (its warnings are not shown by a build:
+    here they fail). A const pointer taken as a mutable one did, twice."""
+    import sysconfig
+
+    pyx = tmp_path / "_disk.pyx"
+    pyx.write_text(disk_sources.files["_disk.pyx"])
+    (tmp_path / "disk.h").write_text(disk_sources.files["disk.h"])
+    subprocess.run([sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", "_disk", "-o",
+                    "wrapper.c", pyx.name], cwd=tmp_path, check=True, capture_output=True)
+    result = subprocess.run([os.environ.get("CC", "cc"), "-O0", "-fPIC", "-I", sysconfig.get_paths()["include"],
+                             "-I", np.get_include(), "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION",
+                             "-c", "wrapper.c", "-o", "wrapper.o"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
 def test_header_compiles_as_cpp(disk_sources, tmp_path):
     if shutil.which("g++") is None:
         pytest.skip("g++ not installed")
