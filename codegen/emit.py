@@ -31,7 +31,7 @@ from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx
                            workspace_layout)
 from .differentiate import Differentiator
 from .errors import ModelError
-from .lanes import (KERNEL_OUTPUTS, LIBM_ARITIES, TANGENT_SECTIONS, direction_lane_code, kernel_signature,
+from .lanes import (KERNEL_OUTPUTS, LIBM_ARITIES, TANGENT_ORDER, direction_lane_code, kernel_signature,
                     lane_code, lane_doubles)
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter, unprintable
@@ -855,7 +855,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         # the stages the generated entry point bodies run (a run_<stage> function each)
         lanes=lanes,
         directions=directions,
-        tangent_sections=TANGENT_SECTIONS,
+        tangent_order=TANGENT_ORDER,
         kernel_outputs=KERNEL_OUTPUTS,
         kernel_signature=lambda kernel: kernel_signature(d.name, kernel),
         arities=LIBM_ARITIES,

@@ -359,10 +359,16 @@ def lane_doubles(code, sizes, carried_count):
 # the same bits (a part a direction does not enter stores the zeros the
 # scalar code stores).
 
-# the tangent stages of the direction loop, in its order (then the outputs',
-# where the model has outputs and the call asks for dC or dD)
-TANGENT_SECTIONS = ("tangent_seeds", "tangent_kinematic_rates", "tangent_dynamic_rates", "tangent_partition",
-                    "tangent_solution")
+# One direction's steps, in order (the scalar loop's and the lanes'): the
+# blocks' tangents of an evaluation stage, or a tangent stage of the
+# procedure. The residuals' tangents come twice: with the coordinates and
+# speeds held (what the seeds solve for the dependent ones), then in the full
+# direction (the carried tangents of the later stages). Then the outputs',
+# where the model has outputs and the call asks for dC or dD.
+TANGENT_ORDER = ("residuals", "tangent_seeds", "residuals", "constraint_jacobians", "kinematics",
+                 "tangent_kinematic_rates", "dynamics", "tangent_dynamic_rates", "jacobians", "tangent_partition",
+                 "tangent_solution")
+TANGENT_SECTIONS = tuple(step for step in TANGENT_ORDER if step.startswith("tangent_"))
 # the straight-line operations a tangent stage may have in direction lanes
 DIRECTION_OPERATIONS = ("define", "store", "check_finite", "comment")
 # a tangent's array entry in a part's statements (d_q[3], d_carried[12]) -> its direction's

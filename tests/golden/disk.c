@@ -3717,14 +3717,14 @@ int disk_sensitivities(double t, const double *q, const double *u, const double 
     }
     for (j = 0; j < NSENS; ++j) {
         /* the direction of parameter j; the dependent coordinates and speeds
-           from the residuals' tangents with the others held */
+           from the residuals' tangents with the others held, then the full direction */
         fill_zero(sw->d_p, NP);
         sw->d_p[disk_sensitivity_parameters[j]] = 1.0;
         fill_zero(sw->d_q, NQ);
         fill_zero(sw->d_u, NU);
         fill_zero(sw->d_qd, NQ);
         fill_zero(sw->d_ud, NW);
-        status = general_tangent_seeds(sw, t, q, u, r, p);
+        if (status == DISK_OK) status = general_tangent_seeds(sw, t, q, u, r, p);
         if (status == DISK_OK) status = general_tangent_kinematic_rates(sw, t, q, u, r, p);
         if (status == DISK_OK) status = general_tangent_dynamic_rates(sw, t, q, u, r, p);
         if (status == DISK_OK) status = general_tangent_partition(sw, t, q, u, r, p);

@@ -254,6 +254,7 @@ static void unload(const lanes *w, int count, int every_lane, const double (*arr
 
 
 
+
 /*
  * The symbolic blocks of each stage (the statements of disk.c, for lane k)
  */
