@@ -26,6 +26,7 @@ cannot be written).
 from __future__ import annotations
 
 import argparse
+import json
 import keyword
 import math
 import os
@@ -77,20 +78,45 @@ def _import_hint(name, output_dir):
     return hint
 
 
-def _build_and_load(spec, output_dir, force=False, progress=None):
-    """Build (or find cached) and import a built-in model or a user's
-    ``path/to/file.py:function``. Returns (artifact, module, model_module,
-    seconds forming the equations, seconds importing)."""
-    from .errors import ModelError
+def parse_options(texts):
+    """``make_model`` options of a built-in model from ``key=value`` words:
+    the value as JSON (``n=32``, ``closed=true``, ``sensitivities='["c", "lam"]'``),
+    else as a string (``sensitivities=all``)."""
+    from .errors import InputError
+
+    options = {}
+    for text in texts or ():
+        key, equals, value = text.partition("=")
+        if not equals or not key.isidentifier():
+            raise InputError(f"expected key=value (a make_model() option of a built-in model), got {text!r}")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def _build_and_load(spec, output_dir, force=False, progress=None, options=None):
+    """Build (or find cached) and import a built-in model (``options``: its
+    make_model() keyword arguments) or a user's ``path/to/file.py:function``.
+    Returns (artifact, module, model_module: the built-in's module where its
+    operating points apply (no options), seconds forming the equations,
+    seconds importing)."""
+    from .errors import InputError, ModelError
     from .load import load_package
     from .models import BUILTIN, builtin_module
     from .pipeline import build_builtin, build_file
 
     if progress:
         progress(f"looking up the build of {spec}")
+    if options and spec not in BUILTIN:
+        raise InputError(f"options ({', '.join(options)}) are a built-in model's make_model() arguments; "
+                         f"{spec!r} is not one (built-in models: {', '.join(sorted(BUILTIN))})")
     if spec in BUILTIN:
-        artifact, formed = build_builtin(spec, output_dir, force=force, progress=progress)
-        model_module = builtin_module(spec)
+        artifact, formed = build_builtin(spec, output_dir, force=force, progress=progress, **(options or {}))
+        # with options (another size, outputs...) its operating points may not fit: the
+        # CLI then linearizes at the zero state, as for a user's model
+        model_module = None if options else builtin_module(spec)
     elif ":" in str(spec):
         # a cached build whose recorded dependencies are unchanged: the file is not run
         artifact, formed = build_file(spec, output_dir, force=force, progress=progress)
@@ -115,7 +141,7 @@ def command_build(args):
     progress = _build_progress(terminal_progress())
     try:
         artifact, module, model_module, formed, loaded = _build_and_load(
-            args.model, args.output_dir, args.force, progress)
+            args.model, args.output_dir, args.force, progress, parse_options(args.options))
     finally:
         if progress:
             progress.close()
@@ -161,8 +187,8 @@ def command_export(args):
     from .export import export_c
     from .pipeline import terminal_progress
 
-    artifact, module, model_module, _, _ = _build_and_load(args.model, args.output_dir,
-                                                           args.force, terminal_progress())
+    artifact, module, model_module, _, _ = _build_and_load(args.model, args.output_dir, args.force,
+                                                           terminal_progress(), parse_options(args.options))
     label, q, u, r, _ = _default_point(args.model, module, model_module)
     files = export_c(artifact.package_dir, args.dir, module.name, label, 0.0, q, u, r)
     print(f"exported {module.name} to {args.dir}: {', '.join(files)}")
@@ -569,6 +595,9 @@ def main(argv=None):
 
     build = commands.add_parser("build", help="derive, generate and compile a model")
     build.add_argument("model", help="built-in name (see 'list') or path/to/file.py:function")
+    build.add_argument("options", nargs="*", metavar="key=value",
+                       help="a built-in model's make_model() options, each value JSON or else a "
+                            "string: cart_chain n=32 closed=true, bicycle sensitivities=all")
     build.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
     build.add_argument("--output-dir", default=None, help="default: generated/ (or $CODEGEN_OUTPUT_DIR)")
     build.set_defaults(run=command_build, parser=build)
@@ -576,6 +605,8 @@ def main(argv=None):
     export = commands.add_parser("export", help="write a self-contained C folder (C, header, "
                                  "Makefile, CMakeLists.txt, example main.c)")
     export.add_argument("model", help="built-in name or path/to/file.py:function")
+    export.add_argument("options", nargs="*", metavar="key=value",
+                        help="a built-in model's make_model() options, as for build")
     export.add_argument("--dir", required=True, help="destination folder")
     export.add_argument("--force", action="store_true", help="rebuild even if cached")
     export.add_argument("--output-dir", default=None, help="where builds are cached")

@@ -25,7 +25,7 @@ import numpy as np
 from . import recipes
 from .compile import (WrapperTranslation, build_lock, cache_key, check_name, compile_package,
                       install_cached, read_record, resolve_output_dir)
-from .errors import ModelError
+from .errors import InputError, ModelError
 from .load import load_package
 
 # derive, emit and model load SymPy: imported where a model is formed, so that
@@ -146,20 +146,31 @@ def build_artifact(model, output_dir=None, force=False, progress=None, builtin=F
     return artifact
 
 
-def build_builtin(name, output_dir=None, force=False, progress=None):
-    """Build the built-in model ``name``; returns ``(artifact, seconds spent
-    forming its equations)``.
+def build_builtin(name, output_dir=None, force=False, progress=None, **options):
+    """Build the built-in model ``name``, as ``make_model(**options)`` makes it
+    (e.g. ``sensitivities="all"``, ``n=32, closed=True``); returns
+    ``(artifact, seconds spent forming its equations)``.
 
-    A built-in model is determined by its source file and codegen's, so a
-    cached build is found from its recipe (:mod:`codegen.recipes`) without
-    forming the equations: a cached rebuild of the bicycle takes a fraction of
-    a second instead of the seconds SymPy needs for its equations.
+    A built-in model is determined by its source file, codegen's and the
+    options, so a cached build is found from its recipe (:mod:`codegen.recipes`)
+    without forming the equations: a cached rebuild of the bicycle takes a
+    fraction of a second instead of the seconds SymPy needs for its equations.
+    Options must be JSON values (strings, numbers, booleans, None, lists).
     """
     from .models import builtin_module
 
+    recipe = recipes.builtin_recipe(name, options)
+
     def make():
-        return builtin_module(name).make_model()
-    return _build_recipe(recipes.builtin_recipe(name), make, output_dir, force, progress)
+        make_model = builtin_module(name).make_model
+        try:
+            inspect.signature(make_model).bind(**options)
+        except TypeError as error:
+            accepted = ", ".join(inspect.signature(make_model).parameters) or "none"
+            raise InputError(f"the built-in model {name!r}: {error} (make_model's options: "
+                             f"{accepted})") from None
+        return make_model(**options)
+    return _build_recipe(recipe, make, output_dir, force, progress)
 
 
 def build_file(spec, output_dir=None, force=False, progress=None):
@@ -208,22 +219,33 @@ def _build_recipe(recipe, make, output_dir, force, progress):
         model = make()
     formed = time.perf_counter() - started
     dependencies = watch.dependencies()
-    artifact = build_artifact(model, output_dir, force, progress, builtin=recipe.builtin is not None)
+    artifact = build_artifact(model, output_dir, force, progress, builtin=recipe.plain_builtin is not None)
     # recorded only if nothing changed while the model ran and was built
     if dependencies.files.get(str(recipe.path)) == model_file and dependencies.problem() is None:
         recipe.write(output_dir, dependencies, model.name, artifact.record["key"], identity)
     return artifact, formed
 
 
-def build(model, output_dir=None, force=False, progress=None):
+def build(model, output_dir=None, force=False, progress=None, **options):
     """The whole pipeline: returns the imported generated module.
 
-    ``model`` is a :class:`codegen.Model`, or ``"path/to/file.py:function"``
-    (a str or path) naming the function that returns one: then a build whose
-    recorded dependencies are unchanged is found without running the file
-    (:func:`build_file`), where a Model must be formed to be fingerprinted.
+    ``model`` is a :class:`codegen.Model`; or ``"path/to/file.py:function"``
+    (a str or path) naming the function that returns one; or the name of a
+    built-in model (``"bicycle"``), with ``options`` its ``make_model``
+    keyword arguments (``codegen.build("bicycle", sensitivities="all")``).
+    For the last two, a build whose recorded dependencies are unchanged is
+    found without running the file or forming the equations
+    (:func:`build_file`, :func:`build_builtin`), where a Model must be
+    formed to be fingerprinted.
     """
-    if isinstance(model, (str, os.PathLike)):
+    from .models import BUILTIN
+    if isinstance(model, str) and model in BUILTIN:
+        artifact, _ = build_builtin(model, output_dir, force, progress, **options)
+    elif options:
+        raise InputError(f"keyword options ({', '.join(options)}) are a built-in model's make_model() "
+                         f"arguments; {model!r} is not the name of one (built-in models: "
+                         f"{', '.join(sorted(BUILTIN))})")
+    elif isinstance(model, (str, os.PathLike)):
         artifact, _ = build_file(model, output_dir, force, progress)
     else:
         artifact = build_artifact(model, output_dir, force, progress)
@@ -249,7 +271,9 @@ def _model_file(spec):
     to exist (a ModelError says what is wrong)."""
     path, _, function = str(spec).rpartition(":")
     if not path or not function:
-        raise ModelError(f"expected path/to/file.py:function, got {spec!r}")
+        from .models import BUILTIN
+        raise ModelError(f"expected path/to/file.py:function or the name of a built-in model "
+                         f"({', '.join(sorted(BUILTIN))}), got {spec!r}")
     path = Path(path)
     if not path.exists():
         raise ModelError(f"model file {path} does not exist")

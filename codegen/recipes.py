@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compile import _temporary_name, cache_key, file_sha256
+from .errors import InputError
 
 RECIPE_FORMAT = 2
 # always recorded: what forming any model's equations depends on
@@ -365,16 +366,25 @@ class Recipe:
     function: str
     builtin: str | None = None
     package: str | None = None      # the model file's package (a built-in's: codegen.models)
+    # a built-in's make_model() keyword arguments, as canonical JSON ("" for none)
+    options: str = ""
 
     @property
     def stem(self):
         return self.builtin or self.path.stem
 
+    @property
+    def plain_builtin(self):
+        """The built-in model of this name itself (no options), or None."""
+        return None if self.options else self.builtin
+
     def identity(self):
-        """The recipe's ``<id>``: the model's file and function, codegen's
-        sources and templates, and what a build key hashes besides the model
-        (compiler, flags, Python ABI, NumPy and Cython)."""
+        """The recipe's ``<id>``: the model's file and function (and a
+        built-in's options), codegen's sources and templates, and what a build
+        key hashes besides the model (compiler, flags, Python ABI, NumPy and Cython)."""
         origin = f"recipe {RECIPE_FORMAT} {self.builtin or ''} {self.path}:{self.function}"
+        if self.options:
+            origin += f" {self.options}"
         return cache_key(origin, _codegen_identity())
 
     def index(self, output_dir, identity=None):
@@ -411,9 +421,13 @@ class Recipe:
         if identity != self.identity():
             return
         index = self.index(output_dir, identity)
+        # "builtin": the built-in model itself, whose build its name leads to
+        # (with options it is another model: see codegen.pipeline._check_builtin_name)
         data = {"format": RECIPE_FORMAT, "model_file": str(self.path), "function": self.function,
-                "builtin": self.builtin, "name": name, "key": key,
+                "builtin": self.plain_builtin, "name": name, "key": key,
                 "dependencies": dependencies.as_json()}
+        if self.options:
+            data["options"] = json.loads(self.options)
         text = json.dumps(data, indent=1) + "\n"
         try:
             if index.exists() and index.read_text() == text:
@@ -425,12 +439,28 @@ class Recipe:
             pass
 
 
-def builtin_recipe(name):
-    """The recipe of the built-in model ``name`` (its module is not imported)."""
+def builtin_options(options):
+    """A built-in's make_model() keyword arguments as canonical JSON (sorted
+    keys, "" for none): what its recipe records. Only JSON values (strings,
+    numbers, booleans, None, lists and dicts of them; a tuple is recorded as
+    a list) are allowed: the recipe tells one call from another by its text."""
+    if not options:
+        return ""
+    try:
+        text = json.dumps(options, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"the options of a built-in model must be JSON values (strings, numbers, "
+                         f"booleans, None, lists): {error}") from None
+    return text
+
+
+def builtin_recipe(name, options=None):
+    """The recipe of the built-in model ``name``, made by ``make_model(**options)``
+    (its module is not imported)."""
     from .models import BUILTIN
     spec = importlib.util.find_spec(BUILTIN[name])
     return Recipe(Path(spec.origin).resolve(), "make_model", builtin=name,
-                  package=BUILTIN[name].rpartition(".")[0])
+                  package=BUILTIN[name].rpartition(".")[0], options=builtin_options(options))
 
 
 def file_recipe(path, function):

@@ -228,3 +228,60 @@ def test_builtin_model_is_found_by_its_recipe(tmp_path):
     assert formed == 0.0 and again.cached and again.package_dir == artifact.package_dir
     data = recipes.builtin_recipe("spencer_pendulum").read(tmp_path)
     assert data["builtin"] == "spencer_pendulum" and data["key"] == artifact.record["key"]
+
+
+def test_builtin_model_with_options_has_a_recipe_of_its_own(tmp_path):
+    """``codegen.build("disk", outputs=True)``: make_model's keyword arguments
+    are part of the recipe. A fresh process finds that build without forming
+    the equations (SymPy not loaded); without the options it is the plain
+    disk's own recipe and build; the options' recipe does not claim the
+    built-in's name."""
+    env = dict(os.environ, CI="true")
+    script = ("import json, sys, codegen; options = json.loads(sys.argv[2]); "
+              "m = codegen.build('disk', output_dir=sys.argv[1], **options); "
+              "print(m.name, m.nx, 'sympy' in sys.modules)")
+
+    def build(options):
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path), json.dumps(options)],
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert build({"outputs": True})[:2] == ["disk_outputs", "8"]
+    assert build({"outputs": True}) == ["disk_outputs", "8", "False"]    # not formed again
+    with_options = recipes.builtin_recipe("disk", {"outputs": True})
+    plain = recipes.builtin_recipe("disk")
+    assert with_options.identity() != plain.identity()
+    data = with_options.read(tmp_path)
+    assert data["options"] == {"outputs": True} and data["builtin"] is None
+    assert data["name"] == "disk_outputs" and plain.read(tmp_path) is None
+    assert recipes.builtin_recipe("disk", {"outputs": False}).read(tmp_path) is None
+    # the CLI's key=value options (JSON values): the same recipe, so the same build
+    cli = subprocess.run([sys.executable, "-m", "codegen", "build", "disk", "outputs=true",
+                          "--output-dir", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.startswith("model disk_outputs:") and "(cached build)" in cli.stdout
+    assert "-0.894427, 0, 0, 0, 0, 0, 0, 0.894427" in cli.stdout     # at rest: +/- 2/sqrt(5)
+    exported = subprocess.run([sys.executable, "-m", "codegen", "export", "disk", "outputs=true", "--dir",
+                               str(tmp_path / "c"), "--output-dir", str(tmp_path)],
+                              capture_output=True, text=True, env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "c" / "disk_outputs.c").is_file() and (tmp_path / "c" / "disk_outputs.h").is_file()
+
+
+def test_builtin_model_options_are_checked(tmp_path):
+    with pytest.raises(codegen.errors.InputError, match=r"'wheels'.*options: sensitivities, outputs"):
+        codegen.build("disk", output_dir=tmp_path, wheels=3)
+    with pytest.raises(codegen.errors.InputError, match="must be JSON values"):
+        codegen.build("disk", output_dir=tmp_path, outputs={1, 2})
+    with pytest.raises(codegen.errors.InputError, match="'dsk' is not the name of one"):
+        codegen.build("dsk", output_dir=tmp_path, outputs=True)
+    with pytest.raises(codegen.errors.ModelError, match="or the name of a built-in model"):
+        codegen.build("dsk", output_dir=tmp_path)
+    assert not list(tmp_path.glob(".builds/*.recipe-*"))
+    from codegen.__main__ import parse_options
+    assert parse_options(["n=32", "closed=true", "sensitivities=all", 'names=["c", "lam"]']) == \
+        {"n": 32, "closed": True, "sensitivities": "all", "names": ["c", "lam"]}
+    for bad in ("n", "=3", "2n=3"):
+        with pytest.raises(codegen.errors.InputError, match="expected key=value"):
+            parse_options([bad])
