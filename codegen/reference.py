@@ -336,9 +336,19 @@ class KaneReference:
                      adapter.linearizer_states(self.linearizer(dependent_q, dependent_u)))
 
     def linearizer_AB(self, q, u, r=None, p=None, t=0.0, dependent_q=None, dependent_u=None,
-                      fix_double_count=True, rates=None):
-        """(A, B) of SymPy's Linearizer at the numeric :meth:`op_point`."""
+                      fix_double_count=True, rates=None, numeric_solve=False):
+        """(A, B) of SymPy's Linearizer at the numeric :meth:`op_point`.
+        ``numeric_solve``: its M, A~ and B~ (``A_and_B=False``) solved by
+        NumPy, where SymPy's own solve (``A_and_B=True``, an LU of M with the
+        point substituted) pivots on rounding noise."""
         lin = self.linearizer(dependent_q, dependent_u, fix_double_count)
+        if numeric_solve:
+            M, A, B = lin.linearize(op_point=self.op_point(q, u, r, p, t, rates), A_and_B=False)
+            nx = A.shape[1]
+            B = B if B.shape[1] else sm.zeros(M.shape[0], 0)
+            x = np.array(lin.perm_mat.T, dtype=float) @ np.linalg.solve(
+                np.array(M.evalf(), dtype=float), np.array(A.row_join(B).evalf(), dtype=float))
+            return x[:nx, :nx], x[:nx, nx:nx + self.nr]
         A, B = lin.linearize(op_point=self.op_point(q, u, r, p, t, rates), A_and_B=True)
         nx = A.shape[0]
         A = np.array(A.evalf(), dtype=float).reshape(nx, nx)

@@ -12,13 +12,15 @@ import codegen
 from test_sensitivities import assert_matches_differences
 
 
-@pytest.mark.parametrize("name", ["driven_pendulum", "sled", "rotating_wire"])
+@pytest.mark.parametrize("name", ["driven_pendulum", "sled", "rotating_wire", "belt_sled"])
 def test_user_models_against_finite_differences(name, build_dir):
     """Every parameter of the user models (tests/user_models/), written
     outside the project: explicit time in the configuration constraints
     (the driven pendulum: its pivot's amplitude and frequency move the
     dependent coordinates), a nonholonomic constraint (the sled), explicit
-    time in the kinematics (the bead on a turning wire), at points that are
+    time in the kinematics (the bead on a turning wire), explicit time and
+    parameters in a nonholonomic constraint (the belt sled: the belt's
+    amplitude and frequency move the dependent speed), at points that are
     not equilibria, with time and inputs."""
     import importlib
     source = importlib.import_module(f"user_models.{name}")
