@@ -102,17 +102,14 @@ def _build_and_load(spec, output_dir, force=False, progress=None, options=None):
     Returns (artifact, module, model_module: the built-in's module where its
     operating points apply (no options), seconds forming the equations,
     seconds importing)."""
-    from .errors import InputError, ModelError
+    from .errors import ModelError
     from .load import load_package
     from .models import BUILTIN, builtin_module
-    from .pipeline import build_builtin, build_file
+    from .pipeline import build_builtin, build_file, is_builtin
 
     if progress:
         progress(f"looking up the build of {spec}")
-    if options and spec not in BUILTIN:
-        raise InputError(f"options ({', '.join(options)}) are a built-in model's make_model() arguments; "
-                         f"{spec!r} is not one (built-in models: {', '.join(sorted(BUILTIN))})")
-    if spec in BUILTIN:
+    if is_builtin(spec, options):
         artifact, formed = build_builtin(spec, output_dir, force=force, progress=progress, **(options or {}))
         # with options (another size, outputs...) its operating points may not fit: the
         # CLI then linearizes at the zero state, as for a user's model

@@ -163,12 +163,12 @@ def build_builtin(name, output_dir=None, force=False, progress=None, **options):
 
     def make():
         make_model = builtin_module(name).make_model
+        signature = inspect.signature(make_model)
         try:
-            inspect.signature(make_model).bind(**options)
+            signature.bind(**options)
         except TypeError as error:
-            accepted = ", ".join(inspect.signature(make_model).parameters) or "none"
             raise InputError(f"the built-in model {name!r}: {error} (make_model's options: "
-                             f"{accepted})") from None
+                             f"{', '.join(signature.parameters) or 'none'})") from None
         return make_model(**options)
     return _build_recipe(recipe, make, output_dir, force, progress)
 
@@ -226,6 +226,19 @@ def _build_recipe(recipe, make, output_dir, force, progress):
     return artifact, formed
 
 
+def is_builtin(spec, options=None):
+    """Whether ``spec`` names a built-in model; ``options`` (make_model's
+    arguments) with anything else are an InputError."""
+    from .models import BUILTIN
+    if isinstance(spec, str) and spec in BUILTIN:
+        return True
+    if options:
+        raise InputError(f"options ({', '.join(options)}) are a built-in model's make_model() "
+                         f"arguments; {spec!r} is not the name of one (built-in models: "
+                         f"{', '.join(sorted(BUILTIN))})")
+    return False
+
+
 def build(model, output_dir=None, force=False, progress=None, **options):
     """The whole pipeline: returns the imported generated module.
 
@@ -238,13 +251,8 @@ def build(model, output_dir=None, force=False, progress=None, **options):
     (:func:`build_file`, :func:`build_builtin`), where a Model must be
     formed to be fingerprinted.
     """
-    from .models import BUILTIN
-    if isinstance(model, str) and model in BUILTIN:
+    if is_builtin(model, options):
         artifact, _ = build_builtin(model, output_dir, force, progress, **options)
-    elif options:
-        raise InputError(f"keyword options ({', '.join(options)}) are a built-in model's make_model() "
-                         f"arguments; {model!r} is not the name of one (built-in models: "
-                         f"{', '.join(sorted(BUILTIN))})")
     elif isinstance(model, (str, os.PathLike)):
         artifact, _ = build_file(model, output_dir, force, progress)
     else:

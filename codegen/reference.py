@@ -345,10 +345,8 @@ class KaneReference:
         if numeric_solve:
             M, A, B = lin.linearize(op_point=self.op_point(q, u, r, p, t, rates), A_and_B=False)
             nx = A.shape[1]
-            B = B if B.shape[1] else sm.zeros(M.shape[0], 0)
-            x = np.array(lin.perm_mat.T, dtype=float) @ np.linalg.solve(
-                np.array(M.evalf(), dtype=float), np.array(A.row_join(B).evalf(), dtype=float))
-            return x[:nx, :nx], x[:nx, nx:nx + self.nr]
+            A_full, B_full = self._solved(lin, M.evalf(), _with_inputs(M, A, B).evalf(), nx)
+            return A_full[:nx], B_full[:nx]
         A, B = lin.linearize(op_point=self.op_point(q, u, r, p, t, rates), A_and_B=True)
         nx = A.shape[0]
         A = np.array(A.evalf(), dtype=float).reshape(nx, nx)
@@ -370,16 +368,18 @@ class KaneReference:
     def lambdified_MAB(self, lin, M, A, B):
         """Symbolic M, A, B of ``lin.linearize(A_and_B=False)`` lambdified, and
         solved per point: ``f(t, q, u, qd, ud, r, p) -> (A, B)`` as arrays."""
-        nx = A.shape[1]
-        B = B if B.shape[1] else sm.zeros(M.shape[0], 0)
-        P_T = np.array(lin.perm_mat.T, dtype=float)
-        function = self.plain.lambdify(self.plain.linearization_args, [M, A.row_join(B)], "M, A, B")
+        function = self.plain.lambdify(self.plain.linearization_args, [M, _with_inputs(M, A, B)], "M, A, B")
 
         def evaluate(*args):
-            m, ab = function(*args)
-            x = P_T @ np.linalg.solve(np.asarray(m, dtype=float), np.asarray(ab, dtype=float))
-            return x[:, :nx], x[:, nx:nx + self.nr]
+            return self._solved(lin, *function(*args), A.shape[1])
         return evaluate
+
+    def _solved(self, lin, m, ab, nx):
+        """(A, B) in every state, x = perm_mat^T M^-1 [A~, B~], from numeric
+        M and [A~, B~] of ``lin``."""
+        x = np.array(lin.perm_mat.T, dtype=float) @ np.linalg.solve(np.asarray(m, dtype=float),
+                                                                   np.asarray(ab, dtype=float))
+        return x[:, :nx], x[:, nx:nx + self.nr]
 
 
     # -- multiplier form, local state-space form, descriptor form, equilibria ------------
@@ -1014,6 +1014,12 @@ def make_linearizer(kane, inputs=None, fix_double_count=True, q_i=None, q_d=None
         # Linearizer's q and u to [independent, dependent], so P = I again.
         adapter.set_linearizer_partition(lin, q_i, q_d, u_i, u_d)
     return lin
+
+
+def _with_inputs(M, A, B):
+    """[A~, B~] of ``Linearizer.linearize(A_and_B=False)`` (B~ with no columns
+    where there are no inputs)."""
+    return A.row_join(B if B.shape[1] else sm.zeros(M.shape[0], 0))
 
 
 def linearizer_AB(kane, op_point_dict, A_and_B=True, inputs=None, fix_double_count=True):
