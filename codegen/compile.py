@@ -46,6 +46,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,24 +54,28 @@ from pathlib import Path
 
 from .errors import BuildError, ModelError
 
+# codegen.emit's names of the files that connect a model to the kernel
+# (not imported from there: this module does not load SymPy)
+KERNEL_HEADER = "codegen-kernel.h"
+KERNEL_TABLE = "codegen-table.c"
+
 BUILD_RECORD = "build.json"
 
 # Flags of the model's own C: it must compile cleanly under these (see tests).
 C_STANDARD_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-pedantic"]
 OPTIMIZATION_FLAGS = ["-O2"]
-# The Cython wrapper (argument handling and the batch loops around the model's
-# functions) compiles in 60% of the time at -O1, with no measurable difference
-# per call; it is the longest step of a cold build otherwise.
+# The Python kernel (argument handling and the batch loops around the model's
+# functions; the same for every model: KernelObject) compiles in 60% of the
+# time at -O1, with no measurable difference per call.
 WRAPPER_OPTIMIZATION_FLAGS = ["-O1"]
-# CODEGEN_WRAPPER_OPTIMIZATION=-O0 compiles the wrapper in 40% of that time
-# (a small model's build: 7 s instead of 10.5 s), for builds whose calls are
-# not timed: the test suite builds about 150 models. Only the Python glue is
-# affected (the model's C and its lane code keep their flags: the same bits).
+# CODEGEN_WRAPPER_OPTIMIZATION=-O0 compiles it in 40% of that time. Only the
+# Python glue is affected (the model's C and its lane code keep their flags:
+# the same bits).
 WRAPPER_OPTIMIZATION_LEVELS = ("-O0", "-O1", "-O2")
 
 
 def wrapper_optimization_flags():
-    """The wrapper's optimization flags: WRAPPER_OPTIMIZATION_FLAGS, or the
+    """The kernel's optimization flags: WRAPPER_OPTIMIZATION_FLAGS, or the
     level CODEGEN_WRAPPER_OPTIMIZATION names (part of the cache key)."""
     wanted = os.environ.get("CODEGEN_WRAPPER_OPTIMIZATION", "").strip()
     if not wanted:
@@ -598,27 +603,45 @@ def _digest(*parts):
     return h.hexdigest()
 
 
-def _cache_get(kind, digest, destination):
-    """Write the compile cache's entry ``kind/digest`` to ``destination``;
-    False where there is none (or no cache), or it does not match its checksum."""
-    directory = compile_cache_dir()
+def _cache_read(kind, digest, directory=None):
+    """The contents of the compile cache's entry ``kind/digest``; None where
+    there is none (or no cache), or it does not match its checksum.
+    ``directory``: a store of the same format instead (``<directory>/digest``,
+    the kernels of an output directory)."""
+    if directory is not None:
+        directory, kind = Path(directory).parent, Path(directory).name
+    else:
+        directory = compile_cache_dir()
     if directory is None:
-        return False
+        return None
     try:
         data = (directory / kind / digest).read_bytes()
     except OSError:
-        return False
+        return None
     header, _, payload = data.partition(b"\n")
     if header != _CACHE_MAGIC + hashlib.sha256(payload).hexdigest().encode():
-        return False        # damaged (or written by another version): compiled again, and replaced
+        return None         # damaged (or written by another version): compiled again, and replaced
+    return payload
+
+
+def _cache_get(kind, digest, destination, directory=None):
+    """Write the entry ``kind/digest`` (see _cache_read) to ``destination``;
+    False where there is none."""
+    payload = _cache_read(kind, digest, directory)
+    if payload is None:
+        return False
     Path(destination).write_bytes(payload)
     return True
 
 
-def _cache_put(kind, digest, source):
+def _cache_put(kind, digest, source, directory=None):
     """Store ``source`` as the entry ``kind/digest`` (atomically: a reader sees
-    the whole entry or none); a cache that cannot be written is skipped."""
-    directory = compile_cache_dir()
+    the whole entry or none); a cache that cannot be written is skipped.
+    ``directory``: a store of the same format instead (see _cache_get)."""
+    if directory is not None:
+        directory, kind = Path(directory).parent, Path(directory).name
+    else:
+        directory = compile_cache_dir()
     if directory is None:
         return
     try:
@@ -645,62 +668,124 @@ def _run(command, cwd, label):
     return result
 
 
-class WrapperTranslation:
-    """Cython translating the wrapper ``_<name>.pyx`` to C in the background.
+# The Python kernel (templates/module.pyx.jinja): one module for every model,
+# which calls the model through codegen-kernel.h (codegen.emit.emit_kernel).
+KERNEL_MODULE = "_kernel"
+KERNELS = "kernels"        # .builds/kernels/: the compiled kernels of this output directory
 
-    The wrapper depends only on the model's name, so the pipeline starts this
-    as soon as the derivation is done, and Cython runs while the CSE and the
-    emission of the model's C do."""
 
-    def __init__(self, name, pyx_text, output_dir):
+class KernelObject:
+    """The Python kernel as an object file, made once for every model.
+
+    Its text does not depend on the model, so Cython translates it and the
+    compiler compiles it once per generator version, compiler, flags, Python,
+    NumPy and Cython (its digest); each model's module links it with the
+    model's C and codegen-table.c. Found in ``$CODEGEN_COMPILE_CACHE`` or in
+    ``<output_dir>/.builds/kernels/`` (entries written atomically and checked
+    on read), else made in the background: the pipeline starts it before the
+    derivation, so the first build of an output directory translates and
+    compiles it while SymPy works."""
+
+    def __init__(self, pyx_text, header_text, output_dir):
         output_dir = resolve_output_dir(output_dir)
-        self.name = name
-        self.pyx_text = pyx_text
-        with _writing(output_dir):
-            _ensure_output_dir(output_dir)
-            # named like every temporary of .builds/, so that _sweep removes it
-            # if this process is killed
-            self.dir = Path(tempfile.mkdtemp(prefix=_temporary_name(f"{name}-cython", "tmp"),
-                                             dir=output_dir / ".builds"))
-        pyx = self.dir / f"_{name}.pyx"
-        pyx.write_text(pyx_text)
-        self.output = self.dir / f"_{name}_wrapper.c"
-        self.command = [sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", f"_{name}",
-                        "-o", str(self.output), str(pyx)]
-        # Cython's C depends on the text and the versions only (not on paths)
-        self.digest = _digest("cython", sys.version, _numpy_and_cython(), *self.command[1:7], pyx_text)
-        self.process = None
-        if not _cache_get("cython", self.digest, self.output):
-            self.process = subprocess.Popen(self.command, cwd=self.dir, stdout=subprocess.PIPE,
+        self.header_text = header_text
+        self.dir = self.process = self.thread = self.digest = None
+        self.error = None
+        self.cancelled = False
+        try:
+            cc = compiler()
+        except BuildError as error:
+            self.error = str(error)     # said by finish(), if the kernel is needed
+            return
+        self.cython = [sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", KERNEL_MODULE,
+                       "-o", f"{KERNEL_MODULE}.c", f"{KERNEL_MODULE}.pyx"]
+        self.cc = [cc, *wrapper_optimization_flags(), "-fPIC", "-I", sysconfig.get_paths()["include"],
+                   "-I", _numpy_include(), "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", "-c",
+                   f"{KERNEL_MODULE}.c", "-o", f"{KERNEL_MODULE}.o"]
+        # everything the object depends on
+        self.digest = _digest("kernel", _compiler_identity(), sys.version, _numpy_and_cython(),
+                              sysconfig.get_config_var("EXT_SUFFIX"), " ".join(self.cython[1:]),
+                              " ".join(self.cc), pyx_text, header_text)
+        self.store = output_dir / ".builds" / KERNELS
+        # made already (checked: read whole and compared with its checksum)
+        if _cache_read(KERNELS, self.digest, self.store) is not None or \
+                _cache_read(KERNELS, self.digest) is not None:
+            return
+        try:
+            with _writing(output_dir):
+                _ensure_output_dir(output_dir)
+                self.dir = Path(tempfile.mkdtemp(prefix=_temporary_name("kernel", "tmp"),
+                                                 dir=output_dir / ".builds"))
+                (self.dir / f"{KERNEL_MODULE}.pyx").write_text(pyx_text)
+                (self.dir / KERNEL_HEADER).write_text(header_text)
+        except BuildError as error:
+            # said by finish(), if the kernel is needed: a cached model's
+            # build in a read-only directory is found without it
+            self.error = str(error)
+            return
+        self.thread = threading.Thread(target=self._make, name="codegen kernel", daemon=True)
+        self.thread.start()
+
+    def _make(self):
+        for command, label in ((self.cython, "Cython"), (self.cc, "compiling the kernel")):
+            if self.cancelled:
+                return
+            self.process = subprocess.Popen(command, cwd=self.dir, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True)
+            if self.cancelled:      # cancelled while it started
+                self.process.kill()
+            out, err = self.process.communicate()
+            if self.process.returncode != 0:
+                if not self.cancelled:
+                    self.error = f"{label} failed ({' '.join(command)}):\n{out}{err}"
+                return
 
     def finish(self, destination):
-        """Wait for Cython (or take its C from the compile cache); move its C
-        to ``destination``."""
+        """Wait for the kernel to be made (or take it from where it was
+        found); write its object file to ``destination``."""
         try:
-            if self.process is not None:
-                out, err = self.process.communicate()
-                if self.process.returncode != 0:
-                    raise BuildError(f"Cython failed ({' '.join(self.command)}):\n{out}{err}")
-                _cache_put("cython", self.digest, self.output)
-            shutil.move(str(self.output), str(destination))
+            if self.error:
+                raise BuildError(self.error)
+            if self.thread is not None:
+                self.thread.join()
+                if self.error:
+                    raise BuildError(self.error)
+                made = self.dir / f"{KERNEL_MODULE}.o"
+                _cache_put(KERNELS, self.digest, made, self.store)
+                _cache_put(KERNELS, self.digest, made)
+                shutil.copyfile(made, destination)
+            elif not (_cache_get(KERNELS, self.digest, destination, self.store)
+                      or _cache_get(KERNELS, self.digest, destination)):
+                raise BuildError(f"the compiled kernel {self.digest[:20]} vanished from {self.store} and "
+                                 f"the compile cache during the build; build again")
         finally:
             self.cancel()
 
     def cancel(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.cancelled = True
+        if self.thread is not None:
+            process = self.process
+            if process is not None and process.poll() is None:
+                process.kill()
+            self.thread.join()
+            self.thread = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
 
-def compile_package(sources, output_dir, key, progress=None, extra_record=None, replace=False,
-                    wrapper=None):
-    """Write ``sources`` (a GeneratedSources) and compile them; returns a BuiltArtifact.
+def _numpy_include():
+    import numpy
+    return numpy.get_include()
+
+
+def compile_package(sources, output_dir, key, kernel, progress=None, extra_record=None, replace=False):
+    """Write ``sources`` (a GeneratedSources) and compile them with ``kernel``
+    (a KernelObject, started by the caller) into the model's module; returns
+    a BuiltArtifact.
 
     With ``replace`` an existing build of the same key is replaced (``--force``);
-    so is a damaged one. ``wrapper``: the WrapperTranslation of the sources'
-    wrapper, if started already."""
+    so is a damaged one."""
     say = progress or (lambda message: None)
     try:
         output_dir = resolve_output_dir(output_dir)
@@ -713,8 +798,7 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
             work = Path(tempfile.mkdtemp(prefix=_temporary_name(f"{sources.name}-{key}", "tmp"),
                                          dir=builds))
     except BaseException:
-        if wrapper is not None:
-            wrapper.cancel()
+        kernel.cancel()
         raise
     name = sources.name
     base = f"{name}-{key}"
@@ -722,9 +806,11 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
     try:
         for file_name, text in sources.files.items():
             (work / file_name).write_text(text)
+        if sources.files.get(KERNEL_HEADER) != kernel.header_text:
+            raise BuildError(f"{name}'s {KERNEL_HEADER} is not the kernel's (sources and kernel "
+                             "of different generator versions)")
 
         started = time.perf_counter()
-        pyx_text = sources.files[f"_{name}.pyx"]
         lanes = lane_target()
         has_lanes = lanes.name != "off" and f"{name}_lanes.c" in sources.files
         if not has_lanes:
@@ -732,54 +818,48 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         defines = lanes.defines(name)
         model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, *dense_defines(name),
                          "-c", f"{name}.c", "-o", f"{name}.o"]
-        commands = [model_command]
+        # the model under the kernel's names (the same defines: the batch
+        # workspace's size depends on the lane count)
+        table_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, "-c", KERNEL_TABLE,
+                         "-o", "codegen-table.o"]
+        commands = [model_command, table_command]
         if has_lanes:
             # the lane code beside it (the bicycle's takes longer than the rest)
             commands.insert(0, [cc, *lanes.flags, "-fPIC", *C_STANDARD_FLAGS, *defines,
                                 f"-D{name.upper()}_LANES_SIMD",
                                 *([f"-D{name.upper()}_VECTOR_MATH"] if lanes.vector_math else []),
                                 "-c", f"{name}_lanes.c", "-o", f"{name}_lanes.o"])
-        include = sysconfig.get_paths()["include"]
-        import numpy
-        numpy_include = numpy.get_include()
-        wrapper_c = work / f"_{name}_wrapper.c"
-        wrapper_command = [cc, *wrapper_optimization_flags(), "-fPIC", "-I", include, "-I", numpy_include,
-                           "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION", *defines, "-c",
-                           wrapper_c.name, "-o", f"_{name}_wrapper.o"]
-        extension = f"_{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-        objects = [f"{name}.o", f"_{name}_wrapper.o"] + ([f"{name}_lanes.o"] if has_lanes else [])
+        kernel_object = f"{KERNEL_MODULE}.o"
+        extension = f"{KERNEL_MODULE}{sysconfig.get_config_var('EXT_SUFFIX')}"
+        objects = [f"{name}.o", "codegen-table.o", kernel_object] + ([f"{name}_lanes.o"] if has_lanes else [])
         link_command = [cc, "-shared", *objects, "-o", extension, *(["-lmvec"] if lanes.vector_math else []),
                         "-lm"]
         # everything the compile reads (the compile cache's key)
         compiled_digest = _digest("extension", _compiler_identity(), sys.version, _numpy_and_cython(),
-                                  *(" ".join(command) for command in (*commands, wrapper_command, link_command)),
+                                  kernel.digest,
+                                  *(" ".join(command) for command in (*commands, link_command)),
                                   *(f"{file_name}\x00{sources.files[file_name]}"
                                     for file_name in sorted(sources.files)))
         from_cache = _cache_get("extensions", compiled_digest, work / extension)
         if from_cache:
-            if wrapper is not None:
-                wrapper.cancel()
+            kernel.cancel()
             say(f"compile cache: {name}'s module, compiled from the same files with the same tools")
-            timings["cython"] = 0.0
+            timings["kernel"] = 0.0
             timings["compile"] = time.perf_counter() - started
         else:
-            # The model's C does not depend on the wrapper: it compiles while
-            # Cython translates the wrapper, and then beside the wrapper's C.
-            if wrapper is None or wrapper.pyx_text != pyx_text:
-                if wrapper is not None:
-                    wrapper.cancel()
-                wrapper = WrapperTranslation(name, pyx_text, output_dir)
-            say(f"cython: translating the wrapper, while {cc} compiles {name}.c")
+            # The model's C does not depend on the kernel: it compiles while
+            # the kernel is made (if it is not made already).
+            if kernel.thread is not None:
+                say(f"cython: translating and compiling the Python kernel (once for every model), "
+                    f"while {cc} compiles {name}.c")
+            else:
+                say(f"compiling {name}.c with {cc}")
             compiling = [(command, subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
                                                     stderr=subprocess.PIPE, text=True)) for command in commands]
             try:
-                wrapper.finish(wrapper_c)
-                timings["cython"] = time.perf_counter() - started
-
-                started = time.perf_counter()
-                say(f"compiling {name}.c and the wrapper with {cc}")
-                compiling.append((wrapper_command, subprocess.Popen(
-                    wrapper_command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+                waited = time.perf_counter()
+                kernel.finish(work / kernel_object)
+                timings["kernel"] = time.perf_counter() - waited
                 for command, process in compiling:
                     out, err = process.communicate()
                     if process.returncode != 0:
@@ -790,9 +870,9 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
                         process.kill()
                         process.wait()
             _run(link_command, work, "linking")
-            timings["compile"] = time.perf_counter() - started
-            for leftover in (wrapper_c, *(work / o for o in objects)):
-                leftover.unlink()
+            timings["compile"] = time.perf_counter() - started - timings["kernel"]
+            for leftover in objects:
+                (work / leftover).unlink()
             _cache_put("extensions", compiled_digest, work / extension)
 
         record = {"name": name, "key": key, "extension": extension,
@@ -815,8 +895,7 @@ def compile_package(sources, output_dir, key, progress=None, extra_record=None, 
         os.chmod(work, 0o755)   # mkdtemp's 0700 would hide a shared directory's builds from others
         os.rename(work, build_dir)
     except BaseException:
-        if wrapper is not None:
-            wrapper.cancel()
+        kernel.cancel()
         shutil.rmtree(work, ignore_errors=True)
         raise
     with _writing(output_dir):

@@ -25,9 +25,11 @@ import jinja2
 import sympy as sm
 
 from . import __version__
+from .compile import KERNEL_HEADER, KERNEL_TABLE   # the kernel's header, the model's table
 from . import entry_points as table      # read at each emission (a test adds a row)
 from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx_argument, pyx_pass,
-                           pyx_batch_signature, pyx_signature, signature, size_expression, stage_guards,
+                           forwarded, forwarded_batch, pyx_batch_signature, pyx_signature, signature,
+                           size_expression, stage_guards,
                            workspace_layout)
 from .differentiate import Differentiator
 from .errors import ModelError
@@ -459,15 +461,19 @@ def _c_double(value):
     return f"({value!r})" if value < 0 else repr(value)
 
 
-def emit_wrapper(derivation):
-    """The Cython wrapper alone (it needs only the model's name): the pipeline
-    starts translating it before the model's C is emitted."""
-    d = derivation
-    return environment().get_template("module.pyx.jinja").render(
-        name=d.name, NAME=d.name.upper(), version=__version__, entry_points=table.ENTRY_POINTS,
-        pyx_batch_signature=pyx_batch_signature,
-        families=FAMILIES, sizes=SIZE_NAMES, pyx_signature=pyx_signature, pyx_argument=pyx_argument,
-        pyx_pass=pyx_pass, size_expression=size_expression)
+def emit_kernel():
+    """The Python kernel's Cython source and the header it calls the model
+    through (codegen-kernel.h): the same text for every model, so the kernel
+    is translated and compiled once (codegen.compile.KernelObject). Each
+    model's codegen-table.c defines the header's names."""
+    env = environment()
+    common = dict(version=__version__, entry_points=table.ENTRY_POINTS, families=FAMILIES, sizes=SIZE_NAMES)
+    pyx = env.get_template("module.pyx.jinja").render(
+        **common, pyx_batch_signature=pyx_batch_signature, pyx_signature=pyx_signature,
+        pyx_argument=pyx_argument, pyx_pass=pyx_pass, size_expression=size_expression)
+    header = env.get_template("kernel.h.jinja").render(
+        **common, statuses=STATUSES, signature=signature, batch_signature=batch_signature)
+    return pyx, header
 
 
 SEPARATE_STAGE_STATEMENTS = 400
@@ -872,7 +878,12 @@ def emit(derivation, progress=None, straight_line_limit=None):
     files = {
         f"{d.name}.h": env.get_template("model.h.jinja").render(context),
         f"{d.name}.c": env.get_template("model.c.jinja").render(context),
-        f"_{d.name}.pyx": emit_wrapper(d),
+        KERNEL_HEADER: emit_kernel()[1],
+        KERNEL_TABLE: env.get_template("kernel_table.c.jinja").render(
+            name=d.name, NAME=NAME, version=__version__, sizes=SIZE_NAMES, families=FAMILIES,
+            entry_points=table.ENTRY_POINTS, forwarded=forwarded, forwarded_batch=forwarded_batch,
+            generic_signature=lambda entry: signature(entry, "codegen"),
+            generic_batch_signature=lambda entry: batch_signature(entry, "codegen")),
         "__init__.py": env.get_template("module_init.py.jinja").render(context),
         "Makefile": env.get_template("Makefile.jinja").render(context),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.jinja").render(context),

@@ -30,6 +30,7 @@ Sizes are tuples of size names, summed (as in :mod:`codegen.procedure`):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Workspace families: a caller allocates the workspace of the family of the
@@ -541,6 +542,22 @@ def batch_parameters(entry):
 def batch_signature(entry, model):
     """The C parameter list of ``<model>_<entry>_batch``."""
     return ", ".join(["int n", *batch_parameters(entry), "int *status", f"{model}_batch_workspace *work"])
+
+
+def forwarded(entry, model):
+    """The arguments by which ``codegen_<entry>`` (codegen-table.c) calls
+    ``<model>_<entry>``: its parameters, the workspace cast to the model's type."""
+    names = [p.name for p in entry.parameters]
+    if entry.family:
+        work = f"({model}_{FAMILIES[entry.family][0]} *)work"
+        names = [work] + names if entry.workspace_first else names + [work]
+    return ", ".join(names)
+
+
+def forwarded_batch(entry, model):
+    """The arguments by which ``codegen_<entry>_batch`` calls ``<model>_<entry>_batch``."""
+    names = [re.split(r"[ *]", parameter)[-1] for parameter in batch_parameters(entry)]
+    return ", ".join(["n", *names, "status", f"({model}_batch_workspace *)work"])
 
 
 FAMILY_ORDER = tuple(FAMILIES)

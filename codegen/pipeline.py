@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import recipes
-from .compile import (WrapperTranslation, build_lock, cache_key, check_name, compile_package,
+from .compile import (KernelObject, build_lock, cache_key, check_name, compile_package,
                       install_cached, read_record, resolve_output_dir)
 from .errors import InputError, ModelError
 from .load import load_package
@@ -90,16 +90,38 @@ def _check_builtin_name(model, fingerprint, key, output_dir):
                      "or another output directory")
 
 
-def build_artifact(model, output_dir=None, force=False, progress=None, builtin=False):
+def start_kernel(output_dir=None):
+    """The Python kernel (the same for every model: codegen.compile.KernelObject),
+    made in the background unless this output directory or the compile cache
+    has it."""
+    from .emit import emit_kernel
+    return KernelObject(*emit_kernel(), output_dir)
+
+
+def build_artifact(model, output_dir=None, force=False, progress=None, builtin=False, kernel=None):
     """Derive, emit and compile ``model`` unless a cached build exists.
 
     Returns a :class:`codegen.compile.BuiltArtifact` whose ``timings`` holds the
     seconds spent in each stage of this call. ``builtin=True`` says that ``model``
     is the built-in model of its name (as :func:`build_builtin` passes); otherwise
     it may not replace a built-in model's build (see :func:`_check_builtin_name`).
+    ``kernel``: the Python kernel, started already (:func:`start_kernel`,
+    while the caller formed the equations); this call finishes or cancels it.
     """
+    try:
+        artifact = _build_artifact(model, output_dir, force, progress, builtin, kernel)
+    except BaseException:
+        if kernel is not None:
+            kernel.cancel()
+        raise
+    if kernel is not None and artifact.cached:
+        kernel.cancel()
+    return artifact
+
+
+def _build_artifact(model, output_dir, force, progress, builtin, kernel):
     from .derive import derive
-    from .emit import emit, emit_wrapper
+    from .emit import emit
     from .model import Model
 
     if not isinstance(model, Model):
@@ -126,21 +148,21 @@ def build_artifact(model, output_dir=None, force=False, progress=None, builtin=F
                 artifact.timings = timings
                 return artifact
 
-        started = time.perf_counter()
-        derivation = derive(model, progress)
-        timings["derivation"] = time.perf_counter() - started
-
-        wrapper = WrapperTranslation(derivation.name, emit_wrapper(derivation), output_dir)
+        # the Python kernel, made meanwhile (unless it is made already)
+        if kernel is None:
+            kernel = start_kernel(output_dir)
         try:
+            started = time.perf_counter()
+            derivation = derive(model, progress)
+            timings["derivation"] = time.perf_counter() - started
             sources = emit(derivation, progress)
         except BaseException:
-            wrapper.cancel()
+            kernel.cancel()
             raise
         timings.update(sources.timings)
 
-        artifact = compile_package(sources, output_dir, key, progress, replace=force,
-                                   extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint},
-                                   wrapper=wrapper)
+        artifact = compile_package(sources, output_dir, key, kernel, progress, replace=force,
+                                   extra_record={"sizes": derivation.sizes, "fingerprint": fingerprint})
     timings.update(artifact.timings)
     artifact.timings = timings
     return artifact
@@ -213,13 +235,20 @@ def _build_recipe(recipe, make, output_dir, force, progress):
     earlier = recorded.get("dependencies", {}).get("files", ())
     recipes.forget_local_modules(recipe, earlier)
     model_file = recipes.file_hash(recipe.path)
+    # the Python kernel, made while the equations are formed (if it is not made already)
+    kernel = start_kernel(output_dir)
     say(f"forming the equations: {recipe.path.name}, {recipe.function}()")
     started = time.perf_counter()
-    with recipes.ImportWatch(recipe.path, recipe.package) as watch:
-        model = make()
+    try:
+        with recipes.ImportWatch(recipe.path, recipe.package) as watch:
+            model = make()
+    except BaseException:
+        kernel.cancel()
+        raise
     formed = time.perf_counter() - started
     dependencies = watch.dependencies()
-    artifact = build_artifact(model, output_dir, force, progress, builtin=recipe.plain_builtin is not None)
+    artifact = build_artifact(model, output_dir, force, progress, builtin=recipe.plain_builtin is not None,
+                              kernel=kernel)
     # recorded only if nothing changed while the model ran and was built
     if dependencies.files.get(str(recipe.path)) == model_file and dependencies.problem() is None:
         recipe.write(output_dir, dependencies, model.name, artifact.record["key"], identity)

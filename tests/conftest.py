@@ -9,13 +9,6 @@ import pytest
 
 import codegen
 
-# The tests build about 150 models and time none of their calls: the Cython
-# wrapper (Python glue only; the model's C keeps its flags and its bits) is
-# compiled at -O0, which takes a third of a small model's build off
-# (codegen/compile.py). Set here, before any build, so that the commands the
-# tests run in other processes (the README's, the CLI's) share the cache.
-os.environ.setdefault("CODEGEN_WRAPPER_OPTIMIZATION", "-O0")
-
 # Many tests build the same model into an output directory of their own (the
 # cache, the CLI, the README's commands): with a compile cache for the session
 # (codegen/compile.py), only the first runs Cython and the compiler. Made here

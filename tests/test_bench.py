@@ -63,7 +63,7 @@ def test_bench_prints_every_row_stage_and_target(disk_bench):
     text, _ = disk_bench
     for label in ROWS:
         assert label in text, label
-    for stage in ("equations of motion (model)", "derivation", "CSE", "emission", "cython",
+    for stage in ("equations of motion (model)", "derivation", "CSE", "emission", "kernel",
                   "compile", "operations after CSE"):
         assert stage in text, stage
     for target in ("ours vs CasADi", "batch from Python within 1.5x of bare C",
@@ -210,7 +210,7 @@ def test_against_unpacks_the_revisions_own_files(tmp_path):
 def test_against_columns_name_the_revision():
     from codegen.bench import scaling
     row = dict(n=2, nx=4, nc=1, operations=10, c_bytes=100, model_s=1.0, derive_s=1.0,
-               cse_emit_s=1.0, cython_s=1.0, compile_s=1.0, total_s=5.0, c_loop_us=1.0,
+               cse_emit_s=1.0, kernel_s=1.0, compile_s=1.0, total_s=5.0, c_loop_us=1.0,
                c_loop_median_us=1.0, batch_us=1.0, batch_1_us=1.0, threads=1, single_us=2.0,
                against="v0.1", against_c_loop_us=1.0, against_us=3.0, against_median_us=3.5,
                speedup=3.0, speedup_median=3.5, against_difference=0.0)

@@ -50,7 +50,7 @@ def test_cli_build_disk_prints_eigenvalues(tmp_path):
     assert "coordinates q (6, dependent ['q6'])" in out
     assert "eigenvalues of A at upright(v=0.5)" in out
     assert "-0.447214, 0, 0, 0, 0, 0, 0, 0.447214" in out
-    for stage in ("derivation", "CSE", "emission", "cython", "compile"):
+    for stage in ("derivation", "CSE", "emission", "kernel", "compile"):
         assert stage in out
     assert (tmp_path / "disk").is_symlink()
     again = run_cli("build", "disk", "--output-dir", str(tmp_path))

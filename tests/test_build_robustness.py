@@ -179,7 +179,8 @@ def test_forced_rebuild_swaps_atomically(out, pendulum, monkeypatch):
     # one build per key, nothing hidden left; the loaded module still works
     builds = out / ".builds"
     assert [p.name for p in builds.iterdir() if p.name.startswith(".")] == []
-    assert [p for p in builds.iterdir() if p.is_dir() and not p.is_symlink()] == [after]
+    assert [p for p in builds.iterdir()
+            if p.is_dir() and not p.is_symlink() and p.name != compile_stage.KERNELS] == [after]
     assert_pendulum(module)
     # the same key in one process: the new build imported beside the old one,
     # whose folder is gone (what reads the files beside a module finds them)
@@ -312,13 +313,13 @@ def test_compile_cache_gives_the_same_module_and_refuses_a_damaged_entry(pendulu
     first = build_artifact(pendulum, tmp_path / "a")
     second = build_artifact(pendulum, tmp_path / "b")
     assert first.record["compiled"] == "here" and second.record["compiled"] == "compile cache"
-    assert second.timings["cython"] == 0.0
+    assert second.timings["kernel"] == 0.0
     extension = first.record["extension"]
     assert (first.package_dir / extension).read_bytes() == (second.package_dir / extension).read_bytes()
     assert_pendulum(codegen.load("pendulum", tmp_path / "b"))
 
     entries = list((cache / "extensions").iterdir())
-    assert len(entries) == 1 and len(list((cache / "cython").iterdir())) == 1
+    assert len(entries) == 1 and len(list((cache / "kernels").iterdir())) == 1
     entries[0].write_bytes(entries[0].read_bytes()[:-100])       # truncated
     third = build_artifact(pendulum, tmp_path / "c")
     assert third.record["compiled"] == "here"
@@ -331,6 +332,52 @@ def test_compile_cache_gives_the_same_module_and_refuses_a_damaged_entry(pendulu
     fifth = build_artifact(pendulum, tmp_path / "e")
     assert fifth.record["compiled"] == "here" and len(list((cache / "extensions").iterdir())) == 2
     assert_pendulum(codegen.load("pendulum", tmp_path / "e"))
+
+
+# 6c. the Python kernel, made once per output directory -----------------------------------
+
+def test_kernel_is_made_once_per_output_directory(pendulum, disk_model, tmp_path, monkeypatch):
+    """The second model built into an output directory links the kernel the
+    first build made (no Cython, no compile of it); a damaged kernel is made
+    again; two models loaded into one process with RTLD_GLOBAL each call
+    their own C (the kernel's names are hidden symbols of each module)."""
+    monkeypatch.delenv(compile_stage.COMPILE_CACHE_ENV, raising=False)
+    made = []
+    original = compile_stage.KernelObject._make
+    monkeypatch.setattr(compile_stage.KernelObject, "_make", lambda self: (made.append(1), original(self)))
+    out = tmp_path / "out"
+    build_artifact(pendulum, out)
+    store = out / ".builds" / compile_stage.KERNELS
+    [entry] = list(store.iterdir())
+    assert made == [1]
+    written = entry.stat().st_mtime_ns
+    second = build_artifact(disk_model, out)
+    assert made == [1] and second.record["compiled"] == "here"
+    assert list(store.iterdir()) == [entry] and entry.stat().st_mtime_ns == written
+
+    entry.write_bytes(entry.read_bytes()[:-100])                   # truncated
+    build_artifact(pendulum, out, force=True)
+    assert made == [1, 1]
+    assert_pendulum(codegen.load("pendulum", out))
+    assert compile_stage._cache_read(compile_stage.KERNELS, entry.name, store) is not None   # repaired
+
+    script = f"""
+import os, sys
+sys.setdlopenflags(os.RTLD_GLOBAL | os.RTLD_NOW)
+import numpy as np
+import codegen
+pendulum = codegen.load("pendulum", {str(out)!r})
+disk = codegen.load("disk", {str(out)!r})
+for module in (pendulum, disk):
+    assert module._kernel.MODEL_NAME == module.name, module._kernel.MODEL_NAME
+    assert module._kernel.SIZES["nq"] == module.nq
+point = codegen.operating_point("disk", "upright", v=0.5)
+A, B = disk.linearize(point.q, point.u, p=point.p)
+print(max(np.linalg.eigvals(A).real))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) == pytest.approx(2 * np.sqrt(1 - 3 * 0.25) / np.sqrt(5), rel=1e-12)
 
 
 # 7. a read-only output directory with a finished build -----------------------------------

@@ -272,7 +272,7 @@ def test_build_reports_every_stage_at_a_terminal_and_is_quiet_in_a_pipe(tmp_path
     stages = [stage for stage, _ in finished]
     for expected in ("forming the equations: disk.py", "constraint Jacobians",
                      "common subexpression elimination", "straight-line numeric stage",
-                     "cython: translating the wrapper", "compiling disk.c and the wrapper",
+                     "cython: translating and compiling the Python kernel",
                      "importing the compiled module"):
         assert any(stage.startswith(expected) for stage in stages), (expected, stages)
     assert "eigenvalues of A at upright(v=0.5)" in output

@@ -24,7 +24,7 @@ def cc():
     return os.environ.get("CC", "cc")
 
 
-@pytest.mark.parametrize("file_name", ["disk.c", "disk.h", "disk_lanes.c"])
+@pytest.mark.parametrize("file_name", ["disk.c", "disk.h", "disk_lanes.c", "codegen-table.c", "codegen-kernel.h"])
 def test_golden_files(disk_sources, update_golden, file_name):
     """A change to the generator shows up as a readable diff of these files.
     Regenerate with: pytest tests/test_generated_code.py --update-golden"""
@@ -60,7 +60,7 @@ def test_generation_is_deterministic_across_processes(disk_sources, tmp_path):
 def test_strict_compilation(disk_sources, tmp_path, compiler):
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} not installed")
-    for name in ("disk.c", "disk.h", "disk_lanes.c"):
+    for name in ("disk.c", "disk.h", "disk_lanes.c", "codegen-kernel.h", "codegen-table.c"):
         (tmp_path / name).write_text(disk_sources.files[name])
     # the model's C alone, and with the lane code: portable (plain loops), and
     # vectorized for this machine's target as the build compiles it
@@ -69,28 +69,46 @@ def test_strict_compilation(disk_sources, tmp_path, compiler):
     for source, flags in (("disk.c", ["-O2"]),
                           ("disk.c", ["-O2", "-DDISK_LANES_KERNELS", "-DDISK_LANES_ISA=4"]),
                           ("disk_lanes.c", ["-O2"]),
-                          ("disk_lanes.c", ["-O3", "-fopenmp-simd", "-DDISK_LANES_SIMD", *targets])):
+                          ("disk_lanes.c", ["-O3", "-fopenmp-simd", "-DDISK_LANES_SIMD", *targets]),
+                          ("codegen-table.c", ["-O2"])):
         result = subprocess.run([compiler, *STRICT, *flags, "-c", source, "-o", "out.o"],
                                 cwd=tmp_path, capture_output=True, text=True)
         assert result.returncode == 0, (source, flags, result.stderr)
         assert result.stderr == "", (source, flags)
 
 
-def test_wrapper_compiles_without_a_warning(disk_sources, tmp_path):
-    """The Cython wrapper's C, as the build translates and compiles it, gives
+def test_kernel_compiles_without_a_warning(tmp_path):
+    """The Python kernel's C, as the build translates and compiles it, gives
     the compiler nothing to warn of (its warnings are not shown by a build:
     here they fail). A const pointer taken as a mutable one did, twice."""
     import sysconfig
 
-    pyx = tmp_path / "_disk.pyx"
-    pyx.write_text(disk_sources.files["_disk.pyx"])
-    (tmp_path / "disk.h").write_text(disk_sources.files["disk.h"])
-    subprocess.run([sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", "_disk", "-o",
-                    "wrapper.c", pyx.name], cwd=tmp_path, check=True, capture_output=True)
+    from codegen.emit import emit_kernel
+
+    pyx_text, header = emit_kernel()
+    (tmp_path / "_kernel.pyx").write_text(pyx_text)
+    (tmp_path / "codegen-kernel.h").write_text(header)
+    subprocess.run([sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", "_kernel", "-o",
+                    "kernel.c", "_kernel.pyx"], cwd=tmp_path, check=True, capture_output=True)
     result = subprocess.run([os.environ.get("CC", "cc"), "-O0", "-fPIC", "-I", sysconfig.get_paths()["include"],
                              "-I", np.get_include(), "-I", ".", "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION",
-                             "-c", "wrapper.c", "-o", "wrapper.o"], cwd=tmp_path, capture_output=True, text=True)
+                             "-c", "kernel.c", "-o", "kernel.o"], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_kernel_is_the_same_for_every_model(disk_sources):
+    """The kernel's text names no model (it is compiled once for all); each
+    model's codegen-table.c defines what its header declares."""
+    from codegen.emit import emit_kernel
+
+    pyx_text, header = emit_kernel()
+    assert emit_kernel() == (pyx_text, header)
+    assert "disk" not in pyx_text.lower() and "disk" not in header.lower()
+    assert disk_sources.files["codegen-kernel.h"] == header
+    table = disk_sources.files["codegen-table.c"]
+    declared = set(re.findall(r"CODEGEN_KERNEL_API [^;(]*?\b(codegen_\w+)\s*[(;\[]", header))
+    defined = set(re.findall(r"^[^\s/#*][^;(=]*?\b(codegen_\w+)\s*(?:\(| =|\[)", table, re.M))
+    assert declared and declared == defined, declared ^ defined
 
 
 def test_header_compiles_as_cpp(disk_sources, tmp_path):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from codegen import entry_points, procedure
-from codegen.emit import FAMILY_VARIABLES, environment, template_dir
+from codegen.emit import FAMILY_VARIABLES, emit_kernel, environment, template_dir
 
 
 def _steps(steps):
@@ -99,12 +99,14 @@ def test_workspaces_are_sized_per_family(disk_sources, disk):
 
 def test_the_header_and_the_kernel_follow_the_table(disk_sources, disk):
     header = disk_sources.files["disk.h"]
-    pyx = disk_sources.files["_disk.pyx"]
+    pyx = emit_kernel()[0]
+    table = disk_sources.files["codegen-table.c"]
     kernel = disk.model._kernel
     for entry in entry_points.ENTRY_POINTS:
         prototype = f"{entry.returns}{'' if entry.returns.endswith('*') else ' '}disk_{entry.name}("
         assert prototype in header, entry.name
-        assert f'c_{entry.name} "disk_{entry.name}"(' in pyx, entry.name
+        assert f'c_{entry.name} "codegen_{entry.name}"(' in pyx, entry.name
+        assert f" disk_{entry.name}(" in table, entry.name
         declared = kernel.ENTRY_POINTS[entry.name]
         assert [p[0] for p in declared["parameters"]] == [p.name for p in entry.parameters]
         assert declared["family"] == entry.family

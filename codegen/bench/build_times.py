@@ -6,8 +6,11 @@ cached build found without forming its equations.
     python -m codegen.bench.build_times --user-file       # the n = 32 closed chain as a user file
 
 Each model is built in a fresh Python process into a fresh output directory
-(nothing cached, SymPy's caches empty), as ``python -m codegen build`` would
-build it, and the seconds of each stage are printed:
+(nothing of the model cached, SymPy's caches empty), as ``python -m codegen
+build`` would build it, and the seconds of each stage are printed. The
+Python kernel (the same for every model: codegen.compile.KernelObject) is
+made first, timed on its own line, and each output directory gets a copy:
+a model's first build where others were built before.
 
 * ``sympy``: forming the equations in the model's own code (the
   KanesMethod or LagrangesMethod, its equations: SymPy's part, through
@@ -15,8 +18,9 @@ build it, and the seconds of each stage are printed:
 * ``Model()``: codegen's model stage (checks, the multiplier form's
   unconstrained equations);
 * ``lookup`` (the equations' fingerprint), ``derivation``, ``CSE``,
-  ``emission``, ``cython`` (what is left of it after the emission: it runs
-  meanwhile), ``compile``;
+  ``emission``, ``kernel`` (what is left of making the Python kernel, the
+  same for every model, after the emission: it runs meanwhile; 0 where the
+  output directory has it), ``compile``;
 * ``ours``: the sum of the stages codegen runs (Model() to compile), and
   ``total``: everything.
 
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,7 +51,7 @@ import time
 from pathlib import Path
 
 DEFAULT_MODELS = ("cart_chain:32", "cart_chain:32:closed", "fourbar:32", "flexible_pendulum:10")
-STAGES = ("sympy", "Model()", "lookup", "derivation", "CSE", "emission", "cython", "compile")
+STAGES = ("sympy", "Model()", "lookup", "derivation", "CSE", "emission", "kernel", "compile")
 TARGET_TOTAL, TARGET_OURS = 20.0, 10.0
 
 # run in a fresh process: form the model (Model() timed apart), build it cold
@@ -73,7 +78,7 @@ _COLD_BUILD = textwrap.dedent('''
     artifact = build_artifact(model, output_dir, force=True)
     stages = {"sympy": formed - inside["Model()"], "Model()": inside["Model()"]}
     stages["lookup"] = artifact.timings.get("cache lookup", 0.0)
-    for stage in ("derivation", "CSE", "emission", "cython", "compile"):
+    for stage in ("derivation", "CSE", "emission", "kernel", "compile"):
         stages[stage] = artifact.timings.get(stage, 0.0)
     print(json.dumps({"name": model.name, "stages": stages, "nq": model.n, "nu": model.o,
                       "operations": artifact.record["operation_count"]}))
@@ -94,12 +99,35 @@ def _cold_environment():
     return {key: value for key, value in dict(os.environ, CI="true").items() if key != COMPILE_CACHE_ENV}
 
 
-def cold_build(spec, work):
-    """``{"name", "stages", ...}`` of a cold build of ``name:size[:closed]``."""
+def make_kernel(work):
+    """Make the Python kernel (the same for every model) in an output
+    directory of its own; returns (its store, seconds)."""
+    from codegen.compile import KERNELS, KernelObject
+    from codegen.emit import emit_kernel
+
+    output_dir = Path(tempfile.mkdtemp(prefix="kernel-", dir=work))
+    started = time.perf_counter()
+    environment = dict(os.environ)
+    os.environ.pop("CODEGEN_COMPILE_CACHE", None)
+    try:
+        KernelObject(*emit_kernel(), output_dir).finish(os.devnull)
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
+    return output_dir / ".builds" / KERNELS, time.perf_counter() - started
+
+
+def cold_build(spec, work, kernels=None):
+    """``{"name", "stages", ...}`` of a cold build of ``name:size[:closed]``,
+    into a fresh output directory (holding a copy of ``kernels``, the store
+    of compiled Python kernels, if given: a model's first build in an output
+    directory that has built others)."""
     name, _, rest = spec.partition(":")
     size, _, closed = rest.partition(":")
     args = [int(size)] if size else []
     output_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work))
+    if kernels is not None:
+        shutil.copytree(kernels, output_dir / ".builds" / kernels.name)
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", _COLD_BUILD, name, json.dumps(args),
                              "1" if closed == "closed" else "0", str(output_dir)],
@@ -231,9 +259,12 @@ def main(argv=None):
         if args.user_file:
             user_file_report(work)
         else:
+            kernels, seconds = make_kernel(work)
+            print(f"  the Python kernel (the same for every model; made once per output directory, "
+                  f"while the first model's equations are formed): {seconds:.2f} s", flush=True)
             rows = []
             for spec in args.models:
-                rows.append(cold_build(spec, work))
+                rows.append(cold_build(spec, work, kernels))
                 print(f"  built {spec}: {uptime()}", flush=True)
             print_table(rows)
         print(uptime())

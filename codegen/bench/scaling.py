@@ -218,7 +218,7 @@ COLUMNS = [
     ("model_s", "equations s", "{:.2f}"),
     ("derive_s", "derive s", "{:.2f}"),
     ("cse_emit_s", "CSE+emit s", "{:.2f}"),
-    ("cython_s", "cython s", "{:.2f}"),
+    ("kernel_s", "kernel s", "{:.2f}"),
     ("compile_s", "compile s", "{:.2f}"),
     ("total_s", "total s", "{:.2f}"),
     ("c_loop_us", "bare C us", "{:.3f}"),
@@ -335,12 +335,12 @@ def measure_size(n, closed, work, repeats=7, batch_size=10_000, progress=None, c
         operations=int(artifact.record.get("operation_count", -1)), c_bytes=c_bytes,
         model_s=formed, derive_s=timings.get("derivation", 0.0),
         cse_emit_s=timings.get("CSE", 0.0) + timings.get("emission", 0.0),
-        cython_s=timings.get("cython", 0.0),
+        kernel_s=timings.get("kernel", 0.0),
         compile_s=timings.get("compile", 0.0),
         c_loop_us=c_min * 1e6, c_loop_median_us=c_median * 1e6,
         batch_us=batch_min * 1e6, batch_1_us=batch_1_min * 1e6, single_us=single_min * 1e6,
         threads=batch_threads(module))
-    row["total_s"] = (row["model_s"] + row["derive_s"] + row["cse_emit_s"] + row["cython_s"] +
+    row["total_s"] = (row["model_s"] + row["derive_s"] + row["cse_emit_s"] + row["kernel_s"] +
                       row["compile_s"])
     row.update(casadi)
     row.update(compared)
@@ -383,7 +383,7 @@ def write_png(rows, path, title):
     n = [r["n"] for r in rows]
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     stages = [("model_s", "equations (kanes_equations, Model)"), ("derive_s", "derivation"),
-              ("cse_emit_s", "CSE + emission"), ("cython_s", "Cython"),
+              ("cse_emit_s", "CSE + emission"), ("kernel_s", "kernel"),
               ("compile_s", "C compile"), ("total_s", "total")]
     for key, label in stages:
         axes[0].plot(n, [max(r[key], 1e-4) for r in rows], "o-", label=label,
