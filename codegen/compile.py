@@ -9,11 +9,14 @@ always used as an absolute path, see :func:`resolve_output_dir`)::
         disk -> .builds/disk-<key>    symbolic link to the current build's key link
         .builds/
             disk-<key> -> disk-<key>.<nonce>   key link: the current build of <key>
-            disk-<key>.<nonce>/       one finished build: disk.c, disk.h, _disk.pyx,
-                                      __init__.py, the extension module, build.json
+            disk-<key>.<nonce>/       one finished build: disk.c, disk.h (disk_lanes.c),
+                                      codegen-table.c, codegen-kernel.h, __init__.py,
+                                      the extension module _kernel.*.so, build.json
             disk.recipe-<id>          what a model file's equations depend on, and the
                                       key of its build (codegen.recipes): found
                                       without forming the equations
+            kernels/<digest>          the Python kernel, compiled once for every model
+                                      (KernelObject)
             .disk-<key>.tmp.<pid>.<host>.<random>/   a build in progress
 
 ``<key>`` hashes the model's content, the generator's code and templates, the
@@ -707,6 +710,8 @@ class KernelObject:
                               sysconfig.get_config_var("EXT_SUFFIX"), " ".join(self.cython[1:]),
                               " ".join(self.cc), pyx_text, header_text)
         self.store = output_dir / ".builds" / KERNELS
+        self.output_dir = output_dir
+        self.made = False
         # made already (checked: read whole and compared with its checksum)
         if _cache_read(KERNELS, self.digest, self.store) is not None or \
                 _cache_read(KERNELS, self.digest) is not None:
@@ -727,18 +732,28 @@ class KernelObject:
         self.thread.start()
 
     def _make(self):
-        for command, label in ((self.cython, "Cython"), (self.cc, "compiling the kernel")):
-            if self.cancelled:
+        # one process at a time makes it here (test workers, the jobs of a
+        # cluster): the others wait, then find it
+        with build_lock(self.output_dir, "kernel", self.digest[:20]):
+            if _cache_read(KERNELS, self.digest, self.store) is not None or \
+                    _cache_read(KERNELS, self.digest) is not None:
                 return
-            self.process = subprocess.Popen(command, cwd=self.dir, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True)
-            if self.cancelled:      # cancelled while it started
-                self.process.kill()
-            out, err = self.process.communicate()
-            if self.process.returncode != 0:
-                if not self.cancelled:
-                    self.error = f"{label} failed ({' '.join(command)}):\n{out}{err}"
-                return
+            for command, label in ((self.cython, "Cython"), (self.cc, "compiling the kernel")):
+                if self.cancelled:
+                    return
+                self.process = subprocess.Popen(command, cwd=self.dir, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, text=True)
+                if self.cancelled:      # cancelled while it started
+                    self.process.kill()
+                out, err = self.process.communicate()
+                if self.process.returncode != 0:
+                    if not self.cancelled:
+                        self.error = f"{label} failed ({' '.join(command)}):\n{out}{err}"
+                    return
+            made = self.dir / f"{KERNEL_MODULE}.o"
+            _cache_put(KERNELS, self.digest, made, self.store)
+            _cache_put(KERNELS, self.digest, made)
+            self.made = True
 
     def finish(self, destination):
         """Wait for the kernel to be made (or take it from where it was
@@ -750,10 +765,8 @@ class KernelObject:
                 self.thread.join()
                 if self.error:
                     raise BuildError(self.error)
-                made = self.dir / f"{KERNEL_MODULE}.o"
-                _cache_put(KERNELS, self.digest, made, self.store)
-                _cache_put(KERNELS, self.digest, made)
-                shutil.copyfile(made, destination)
+            if self.made:
+                shutil.copyfile(self.dir / f"{KERNEL_MODULE}.o", destination)
             elif not (_cache_get(KERNELS, self.digest, destination, self.store)
                       or _cache_get(KERNELS, self.digest, destination)):
                 raise BuildError(f"the compiled kernel {self.digest[:20]} vanished from {self.store} and "
@@ -762,12 +775,15 @@ class KernelObject:
             self.cancel()
 
     def cancel(self):
+        """Stop making it (if it is being made) and remove the temporaries.
+        A thread still waiting for another process's lock is not waited for:
+        it returns without running anything once it has the lock."""
         self.cancelled = True
         if self.thread is not None:
             process = self.process
             if process is not None and process.poll() is None:
                 process.kill()
-            self.thread.join()
+            self.thread.join(timeout=1.0)
             self.thread = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -679,7 +679,9 @@ def _extended_straight_line(emitter, stages, sizes, first_slot, limit):
 
 
 def emit(derivation, progress=None, straight_line_limit=None):
-    """Generate the C source, header, Cython wrapper and package init.
+    """Generate the C source, header, the table that connects them to the
+    Python kernel (codegen-table.c, codegen-kernel.h: :func:`emit_kernel`) and
+    the package init.
 
     ``straight_line_limit``: the largest straight-line stage, in operations
     (default :data:`STRAIGHT_LINE_LIMIT`); larger ones are looped only."""

@@ -223,7 +223,7 @@ def test_bit_identical_lanes_hold_no_fused_multiply_add(disk):
     where the scalar code rounds twice)."""
     if shutil.which("objdump") is None:
         pytest.skip("objdump not installed")
-    extension = next(package_dir_of(disk).glob("_disk*.so"))
+    extension = next(package_dir_of(disk).glob("_kernel*.so"))
     text = subprocess.run(["objdump", "-d", str(extension)], capture_output=True, text=True,
                           check=True).stdout
     assert "disk_lanes_linearize" in text

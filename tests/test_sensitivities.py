@@ -353,6 +353,15 @@ def test_outputs_sensitivities_against_finite_differences(build_dir):
     p = np.array(module.default_parameters)
     _, C, D = module.outputs(q, u, r, t=0.3)
     np.testing.assert_array_equal(result.C, C)
+    # without the outputs: the same A, B and derivatives, no C, D
+    plain = module.sensitivities(q, u, r, t=0.3, outputs=False)
+    for name in ("A", "B", "dA", "dB"):
+        np.testing.assert_array_equal(getattr(plain, name), getattr(result, name))
+    for name in ("C", "D", "dC", "dD"):
+        with pytest.raises(AttributeError, match=name):
+            getattr(plain, name)
+    with pytest.raises(InputError, match="outputs must be True or False"):
+        module.sensitivities(q, u, r, t=0.3, outputs="C")
     for j, name in enumerate(result.p_names):
         index = module.p_names.index(name)
         step = 1e-4 * max(1.0, abs(p[index]))

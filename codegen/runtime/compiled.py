@@ -603,7 +603,7 @@ class CompiledModel:
 
     @explain_memory
     def sensitivities(self, q, u, r=None, p=None, t=0.0, *, dependent_q=None, dependent_u=None,
-                      tol=1e-8, steady_tol=STEADY_TOL, threads=None):
+                      tol=1e-8, steady_tol=STEADY_TOL, outputs=True, threads=None):
         """The derivatives of A and B (and of the outputs' C and D) with
         respect to the parameters of the model's sensitivities
         (``Model(..., sensitivities=...)``: ``sensitivity_names``) at each
@@ -620,7 +620,12 @@ class CompiledModel:
         :meth:`linearize`: A, its derivatives and the eigenvalues' are the
         partition's chart's, so at a point that is not steady in it a
         :class:`~codegen.errors.NotSteadyWarning` says that they describe
-        no stability (``steady_tol=None`` skips the check)."""
+        no stability (``steady_tol=None`` skips the check). ``outputs=False``:
+        without the outputs' C, D and their derivatives (the C skips their
+        tangents)."""
+        if not isinstance(outputs, (bool, np.bool_)):
+            raise InputError(f"{self.name}.sensitivities: outputs must be True or False, "
+                             f"not {outputs!r}")
         if not self.sensitivity_names:
             raise InputError(f"{self.name}: the model has no sensitivities; build it with "
                              "Model(..., sensitivities=[...] or 'all'), or model.with_sensitivities"
@@ -629,7 +634,8 @@ class CompiledModel:
         options["steady_tol"] = steady = option(self, steady_tol, STEADY)
         threads = option(self, threads, THREADS)
         batch = arguments.batch(self, q, u, r, p, t)
-        k, nx, nr, nout = len(self.sensitivity_names), self.nx, self.nr, len(self.y_names)
+        k, nx, nr = len(self.sensitivity_names), self.nx, self.nr
+        nout = len(self.y_names) if outputs else 0
         batch.check_fits(self.name, (1 + k) * (nx * (nx + nr) + nout * (nx + nr)) + 2 + nx)
         wanted = (("A", "B", "dA", "dB", "condition") + (("C", "D", "dC", "dD") if nout else ())
                   + (("unsteady",) if steady >= 0.0 and nx else ()))
