@@ -102,18 +102,15 @@ def _cold_environment():
 def make_kernel(work):
     """Make the Python kernel (the same for every model) in an output
     directory of its own; returns (its store, seconds)."""
-    from codegen.compile import KERNELS, KernelObject
-    from codegen.emit import emit_kernel
+    from codegen.compile import KERNELS
+    from codegen.pipeline import start_kernel
+
+    from .build import cold
 
     output_dir = Path(tempfile.mkdtemp(prefix="kernel-", dir=work))
     started = time.perf_counter()
-    environment = dict(os.environ)
-    os.environ.pop("CODEGEN_COMPILE_CACHE", None)
-    try:
-        KernelObject(*emit_kernel(), output_dir).finish(os.devnull)
-    finally:
-        os.environ.clear()
-        os.environ.update(environment)
+    with cold():
+        start_kernel(output_dir).finish(os.devnull)
     return output_dir / ".builds" / KERNELS, time.perf_counter() - started
 
 
