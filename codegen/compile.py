@@ -675,6 +675,9 @@ def _run(command, cwd, label):
 # which calls the model through codegen-kernel.h (codegen.emit.emit_kernel).
 KERNEL_MODULE = "_kernel"
 KERNELS = "kernels"        # .builds/kernels/: the compiled kernels of this output directory
+# A kernel of .builds/kernels/ unused this long (another generator version,
+# compiler or Python) is removed when another is made there.
+KERNEL_KEEP_SECONDS = 30 * 24 * 3600
 
 
 class KernelObject:
@@ -713,8 +716,13 @@ class KernelObject:
         self.output_dir = output_dir
         self.made = False
         # made already (checked: read whole and compared with its checksum)
-        if _cache_read(KERNELS, self.digest, self.store) is not None or \
-                _cache_read(KERNELS, self.digest) is not None:
+        if _cache_read(KERNELS, self.digest, self.store) is not None:
+            try:
+                os.utime(self.store / self.digest)      # used: kept (see _prune)
+            except OSError:
+                pass
+            return
+        if _cache_read(KERNELS, self.digest) is not None:
             return
         try:
             with _writing(output_dir):
@@ -754,6 +762,23 @@ class KernelObject:
             _cache_put(KERNELS, self.digest, made, self.store)
             _cache_put(KERNELS, self.digest, made)
             self.made = True
+            self._prune()
+
+    def _prune(self):
+        """Remove the kernels of this output directory unused for
+        KERNEL_KEEP_SECONDS (a build links its kernel into its module: none
+        needs them once built)."""
+        now = time.time()
+        try:
+            entries = list(os.scandir(self.store))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if entry.name != self.digest and now - entry.stat().st_mtime > KERNEL_KEEP_SECONDS:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
     def finish(self, destination):
         """Wait for the kernel to be made (or take it from where it was

@@ -350,14 +350,20 @@ def test_kernel_is_made_once_per_output_directory(pendulum, disk_model, tmp_path
     store = out / ".builds" / compile_stage.KERNELS
     [entry] = list(store.iterdir())
     assert made == [1]
-    written = entry.stat().st_mtime_ns
+    written = entry.read_bytes()
     second = build_artifact(disk_model, out)
     assert made == [1] and second.record["compiled"] == "here"
-    assert list(store.iterdir()) == [entry] and entry.stat().st_mtime_ns == written
+    assert list(store.iterdir()) == [entry] and entry.read_bytes() == written
 
     entry.write_bytes(entry.read_bytes()[:-100])                   # truncated
+    # kernels of other versions: one unused for 40 days, one for a day
+    (store / "old").write_bytes(b"x")
+    (store / "recent").write_bytes(b"x")
+    os.utime(store / "old", (time.time() - 40 * 86400,) * 2)
+    os.utime(store / "recent", (time.time() - 86400,) * 2)
     build_artifact(pendulum, out, force=True)
     assert made == [1, 1]
+    assert sorted(p.name for p in store.iterdir()) == sorted([entry.name, "recent"])   # the old one pruned
     assert_pendulum(codegen.load("pendulum", out))
     assert compile_stage._cache_read(compile_stage.KERNELS, entry.name, store) is not None   # repaired
 
