@@ -188,8 +188,19 @@ def compiler():
                      "'xcode-select --install' (macOS), or set CC=/path/to/a/c/compiler")
 
 
+_COMPILER_IDENTITY = {}
+
+
 def _compiler_identity():
+    """The first line of ``$CC --version`` (once a process for each compiler:
+    the cache key, the kernel's and the compile cache's digests read it)."""
     cc = compiler()
+    if cc not in _COMPILER_IDENTITY:
+        _COMPILER_IDENTITY[cc] = _run_version(cc)
+    return _COMPILER_IDENTITY[cc]
+
+
+def _run_version(cc):
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
         return out.stdout.splitlines()[0] if out.stdout else cc
@@ -627,10 +638,10 @@ def _cache_read(kind, digest, directory=None):
     return payload
 
 
-def _cache_get(kind, digest, destination, directory=None):
-    """Write the entry ``kind/digest`` (see _cache_read) to ``destination``;
-    False where there is none."""
-    payload = _cache_read(kind, digest, directory)
+def _cache_get(kind, digest, destination):
+    """Write the compile cache's entry ``kind/digest`` (see _cache_read) to
+    ``destination``; False where there is none."""
+    payload = _cache_read(kind, digest)
     if payload is None:
         return False
     Path(destination).write_bytes(payload)
@@ -640,7 +651,7 @@ def _cache_get(kind, digest, destination, directory=None):
 def _cache_put(kind, digest, source, directory=None):
     """Store ``source`` as the entry ``kind/digest`` (atomically: a reader sees
     the whole entry or none); a cache that cannot be written is skipped.
-    ``directory``: a store of the same format instead (see _cache_get)."""
+    ``directory``: a store of the same format instead (see _cache_read)."""
     if directory is not None:
         directory, kind = Path(directory).parent, Path(directory).name
     else:
@@ -695,7 +706,7 @@ class KernelObject:
     def __init__(self, pyx_text, header_text, output_dir):
         output_dir = resolve_output_dir(output_dir)
         self.header_text = header_text
-        self.dir = self.process = self.thread = self.digest = None
+        self.dir = self.process = self.thread = self.digest = self.payload = None
         self.error = None
         self.cancelled = False
         try:
@@ -714,15 +725,17 @@ class KernelObject:
                               " ".join(self.cc), pyx_text, header_text)
         self.store = output_dir / ".builds" / KERNELS
         self.output_dir = output_dir
-        self.made = False
-        # made already (checked: read whole and compared with its checksum)
-        if _cache_read(KERNELS, self.digest, self.store) is not None:
+        # the object file, where it was made already (checked: read whole and
+        # compared with its checksum)
+        self.payload = _cache_read(KERNELS, self.digest, self.store)
+        if self.payload is not None:
             try:
                 os.utime(self.store / self.digest)      # used: kept (see _prune)
             except OSError:
                 pass
             return
-        if _cache_read(KERNELS, self.digest) is not None:
+        self.payload = _cache_read(KERNELS, self.digest)
+        if self.payload is not None:
             return
         try:
             with _writing(output_dir):
@@ -743,8 +756,9 @@ class KernelObject:
         # one process at a time makes it here (test workers, the jobs of a
         # cluster): the others wait, then find it
         with build_lock(self.output_dir, "kernel", self.digest[:20]):
-            if _cache_read(KERNELS, self.digest, self.store) is not None or \
-                    _cache_read(KERNELS, self.digest) is not None:
+            # made by another process meanwhile
+            self.payload = _cache_read(KERNELS, self.digest, self.store) or _cache_read(KERNELS, self.digest)
+            if self.payload is not None:
                 return
             for command, label in ((self.cython, "Cython"), (self.cc, "compiling the kernel")):
                 if self.cancelled:
@@ -761,7 +775,7 @@ class KernelObject:
             made = self.dir / f"{KERNEL_MODULE}.o"
             _cache_put(KERNELS, self.digest, made, self.store)
             _cache_put(KERNELS, self.digest, made)
-            self.made = True
+            self.payload = made.read_bytes()
             self._prune()
 
     def _prune(self):
@@ -790,12 +804,9 @@ class KernelObject:
                 self.thread.join()
                 if self.error:
                     raise BuildError(self.error)
-            if self.made:
-                shutil.copyfile(self.dir / f"{KERNEL_MODULE}.o", destination)
-            elif not (_cache_get(KERNELS, self.digest, destination, self.store)
-                      or _cache_get(KERNELS, self.digest, destination)):
-                raise BuildError(f"the compiled kernel {self.digest[:20]} vanished from {self.store} and "
-                                 f"the compile cache during the build; build again")
+            if self.payload is None:
+                raise BuildError("the Python kernel was not made (its build was cancelled)")
+            Path(destination).write_bytes(self.payload)
         finally:
             self.cancel()
 

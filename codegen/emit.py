@@ -461,19 +461,25 @@ def _c_double(value):
     return f"({value!r})" if value < 0 else repr(value)
 
 
+def _kernel_context():
+    return dict(version=__version__, entry_points=table.ENTRY_POINTS, families=FAMILIES, sizes=SIZE_NAMES)
+
+
+def kernel_header():
+    """codegen-kernel.h: the names the Python kernel calls the model by (each
+    model's codegen-table.c defines them); the same text for every model."""
+    return environment().get_template("kernel.h.jinja").render(
+        **_kernel_context(), statuses=STATUSES, signature=signature, batch_signature=batch_signature)
+
+
 def emit_kernel():
-    """The Python kernel's Cython source and the header it calls the model
-    through (codegen-kernel.h): the same text for every model, so the kernel
-    is translated and compiled once (codegen.compile.KernelObject). Each
-    model's codegen-table.c defines the header's names."""
-    env = environment()
-    common = dict(version=__version__, entry_points=table.ENTRY_POINTS, families=FAMILIES, sizes=SIZE_NAMES)
-    pyx = env.get_template("module.pyx.jinja").render(
-        **common, pyx_batch_signature=pyx_batch_signature, pyx_signature=pyx_signature,
+    """The Python kernel's Cython source and its header (:func:`kernel_header`):
+    the same text for every model, so the kernel is translated and compiled
+    once (codegen.compile.KernelObject)."""
+    pyx = environment().get_template("module.pyx.jinja").render(
+        **_kernel_context(), pyx_batch_signature=pyx_batch_signature, pyx_signature=pyx_signature,
         pyx_argument=pyx_argument, pyx_pass=pyx_pass, size_expression=size_expression)
-    header = env.get_template("kernel.h.jinja").render(
-        **common, statuses=STATUSES, signature=signature, batch_signature=batch_signature)
-    return pyx, header
+    return pyx, kernel_header()
 
 
 SEPARATE_STAGE_STATEMENTS = 400
@@ -880,7 +886,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     files = {
         f"{d.name}.h": env.get_template("model.h.jinja").render(context),
         f"{d.name}.c": env.get_template("model.c.jinja").render(context),
-        KERNEL_HEADER: emit_kernel()[1],
+        KERNEL_HEADER: kernel_header(),
         KERNEL_TABLE: env.get_template("kernel_table.c.jinja").render(
             name=d.name, NAME=NAME, version=__version__, sizes=SIZE_NAMES, families=FAMILIES,
             entry_points=table.ENTRY_POINTS, forwarded=forwarded, forwarded_batch=forwarded_batch,
