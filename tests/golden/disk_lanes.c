@@ -136,35 +136,42 @@ static lanes *aligned(double *memory)
 }
 
 /* the inputs of count points (the last one repeated in the lanes beyond),
-   checked as the scalar code checks them */
+   copied lane by lane; check_inputs checks them as the scalar code does, an
+   entry of every lane at a time */
+static void finite_lanes(lanes *w, const double (*array)[W], int size)
+{
+    int k, i;
+    for (i = 0; i < size; i++) {
+        LANE_LOOP
+        for (k = 0; k < W; k++) w->bad[k] |= !(fabs(array[i][k]) <= DBL_MAX);
+    }
+}
+
 static void load(lanes *w, int count, const double *t, int t_stride, const double *q, int q_stride,
                  const double *u, int u_stride, const double *r, int r_stride, const double *p,
                  int p_stride)
 {
     int k, i;
     for (k = 0; k < W; k++) {
-        const int point = k < count ? k : count - 1;
-        long long bad = 0;
+        const ptrdiff_t point = k < count ? k : count - 1;
         w->t[k] = t ? t[point * t_stride] : 0.0;
-        bad |= !(fabs(w->t[k]) <= DBL_MAX);
-        for (i = 0; i < NQ; i++) {
-            w->q[i][k] = q[point * q_stride + i];
-            bad |= !(fabs(w->q[i][k]) <= DBL_MAX);
-        }
-        for (i = 0; i < NU; i++) {
-            w->u[i][k] = u[point * u_stride + i];
-            bad |= !(fabs(w->u[i][k]) <= DBL_MAX);
-        }
-        for (i = 0; i < NR; i++) {
-            w->r[i][k] = r ? r[point * r_stride + i] : 0.0;
-            bad |= !(fabs(w->r[i][k]) <= DBL_MAX);
-        }
-        for (i = 0; i < NP; i++) {
-            w->p[i][k] = p ? p[point * p_stride + i] : disk_default_parameters[i];
-            bad |= !(fabs(w->p[i][k]) <= DBL_MAX);
-        }
-        w->bad[k] = bad;
+        for (i = 0; i < NQ; i++) w->q[i][k] = q[point * q_stride + i];
+        for (i = 0; i < NU; i++) w->u[i][k] = u[point * u_stride + i];
+        for (i = 0; i < NR; i++) w->r[i][k] = r ? r[point * r_stride + i] : 0.0;
+        for (i = 0; i < NP; i++) w->p[i][k] = p ? p[point * p_stride + i] : disk_default_parameters[i];
+        w->bad[k] = 0;
     }
+}
+
+/* the inputs' finiteness (load's checks), after lane_math: a vector read of
+   the entries load stored lane by lane waits until they are written */
+static void check_inputs(lanes *w)
+{
+    finite_lanes(w, (const double (*)[W])w->t, 1);
+    finite_lanes(w, (const double (*)[W])w->q, NQ);
+    finite_lanes(w, (const double (*)[W])w->u, NU);
+    finite_lanes(w, (const double (*)[W])w->r, NR);
+    finite_lanes(w, (const double (*)[W])w->p, NP);
 }
 
 #if defined(DISK_VECTOR_MATH)
@@ -232,22 +239,40 @@ NOT_INLINED static void lane_math(lanes *w, int shared)
 #endif
 }
 
+/* The points' output rows (size entries of count rows of stride entries),
+   asked for before the lanes are computed: a batch's outputs are larger than
+   the caches, and their cache lines are read for writing while the lanes
+   compute instead of when unload stores to them (a store waiting for its
+   line stalls the core once the store buffer is full) */
+static void prefetch_rows(int count, int size, int stride, const double *out)
+{
+#if defined(__GNUC__)
+    int k, i;
+    if (!out || size <= 0) return;
+    for (k = 0; k < count; k++) {
+        const double *row = out + (ptrdiff_t)k * stride;
+        for (i = 0; i < size; i += 8) __builtin_prefetch(row + i, 1, 3);
+        __builtin_prefetch(row + size - 1, 1, 3);
+    }
+#else
+    (void)count; (void)size; (void)stride; (void)out;
+#endif
+}
+
 /* rows of an array of the lanes (size entries) into the points' outputs (rows
-   of stride entries) of the good lanes; every_lane: all W lanes are points
-   and good, a loop of constant length */
-static void unload(const lanes *w, int count, int every_lane, const double (*array)[W], int size,
-                   int stride, double *out)
+   of stride entries) of the good lanes: a point's row at a time (contiguous
+   stores, vector stores where the compiler gathers the lane's column; a
+   transpose in registers was slower, its stores straddling cache lines) */
+static void unload(const lanes *w, int count, const double (*array)[W], int size, int stride,
+                   double *out)
 {
     int k, i;
     if (!out) return;
-    if (every_lane) {
-        for (i = 0; i < size; i++)
-            for (k = 0; k < W; k++) out[k * stride + i] = array[i][k];
-        return;
-    }
     for (k = 0; k < count; k++) {
+        double *row = out + (ptrdiff_t)k * stride;
         if (w->bad[k]) continue;
-        for (i = 0; i < size; i++) out[k * stride + i] = array[i][k];
+        LANE_LOOP
+        for (i = 0; i < size; i++) row[i] = array[i][k];
     }
 }
 
@@ -1852,7 +1877,14 @@ int disk_lanes_linearize(int first, int count, const double *t, int t_stride, co
     lanes *w = aligned(memory);
     int k, i, good_count = 0;
     load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    prefetch_rows(count, NX * NX, NX * NX, A);
+    prefetch_rows(count, NX * NR, NX * NR, B);
+    prefetch_rows(count, NS * NX, NS * NX, A_full);
+    prefetch_rows(count, NS * NR, NS * NR, B_full);
+    prefetch_rows(count, NQ, NQ, qd);
+    prefetch_rows(count, NU, NU, ud);
     lane_math(w, !first && p_stride == 0);
+    check_inputs(w);
     lane_evaluate_residuals(w);
     lane_evaluate_constraint_jacobians(w);
     lane_constraints(w, tol);
@@ -1867,17 +1899,17 @@ int disk_lanes_linearize(int first, int count, const double *t, int t_stride, co
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, good_count == W, (const double (*)[W])w->A, NX * NX,
+    unload(w, count, (const double (*)[W])w->A, NX * NX,
            NX * NX, A);
-    unload(w, count, good_count == W, (const double (*)[W])w->B, NX * NR,
+    unload(w, count, (const double (*)[W])w->B, NX * NR,
            NX * NR, B);
-    unload(w, count, good_count == W, (const double (*)[W])w->A_full, NS * NX,
+    unload(w, count, (const double (*)[W])w->A_full, NS * NX,
            NS * NX, A_full);
-    unload(w, count, good_count == W, (const double (*)[W])w->B_full, NS * NR,
+    unload(w, count, (const double (*)[W])w->B_full, NS * NR,
            NS * NR, B_full);
-    unload(w, count, good_count == W, (const double (*)[W])w->qd, NQ,
+    unload(w, count, (const double (*)[W])w->qd, NQ,
            NQ, qd);
-    unload(w, count, good_count == W, (const double (*)[W])w->ud, NU,
+    unload(w, count, (const double (*)[W])w->ud, NU,
            NU, ud);
     /* the steadiness flags (NX <= 64: the lanes'; else the caller's from A, qd*, ud*) */
     (void)i;
@@ -1896,7 +1928,14 @@ int disk_lanes_linearize_local(int first, int count, const double *t, int t_stri
     lanes *w = aligned(memory);
     int k, i, good_count = 0;
     load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    prefetch_rows(count, NX * NX, width * width, A_local);
+    prefetch_rows(count, NX * NR, width * NR, B_local);
+    prefetch_rows(count, NS * NX, NS * width, T_local);
+    prefetch_rows(count, NX * NX, NX * NX, A);
+    prefetch_rows(count, NQ, NQ, qd);
+    prefetch_rows(count, NU, NU, ud);
     lane_math(w, !first && p_stride == 0);
+    check_inputs(w);
     lane_evaluate_residuals(w);
     lane_evaluate_constraint_jacobians(w);
     lane_constraints(w, tol);
@@ -1912,17 +1951,17 @@ int disk_lanes_linearize_local(int first, int count, const double *t, int t_stri
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, good_count == W, (const double (*)[W])w->A_local, NX * NX,
+    unload(w, count, (const double (*)[W])w->A_local, NX * NX,
            width * width, A_local);
-    unload(w, count, good_count == W, (const double (*)[W])w->B_local, NX * NR,
+    unload(w, count, (const double (*)[W])w->B_local, NX * NR,
            width * NR, B_local);
-    unload(w, count, good_count == W, (const double (*)[W])w->T_local, NS * NX,
+    unload(w, count, (const double (*)[W])w->T_local, NS * NX,
            NS * width, T_local);
-    unload(w, count, good_count == W, (const double (*)[W])w->A, NX * NX,
+    unload(w, count, (const double (*)[W])w->A, NX * NX,
            NX * NX, A);
-    unload(w, count, good_count == W, (const double (*)[W])w->qd, NQ,
+    unload(w, count, (const double (*)[W])w->qd, NQ,
            NQ, qd);
-    unload(w, count, good_count == W, (const double (*)[W])w->ud, NU,
+    unload(w, count, (const double (*)[W])w->ud, NU,
            NU, ud);
     /* the steadiness flags (NX <= 64: the lanes'; else the caller's from A, qd*, ud*) */
     (void)i;
@@ -1942,7 +1981,10 @@ int disk_lanes_state_derivative(int first, int count, const double *t, int t_str
     lanes *w = aligned(memory);
     int k, i, good_count = 0;
     load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    prefetch_rows(count, NQ, NQ, qd);
+    prefetch_rows(count, NU, NU, ud);
     lane_math(w, !first && p_stride == 0);
+    check_inputs(w);
     lane_evaluate_residuals(w);
     lane_evaluate_constraint_jacobians(w);
     lane_evaluate_kinematics(w);
@@ -1953,9 +1995,9 @@ int disk_lanes_state_derivative(int first, int count, const double *t, int t_str
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, good_count == W, (const double (*)[W])w->qd, NQ,
+    unload(w, count, (const double (*)[W])w->qd, NQ,
            NQ, qd);
-    unload(w, count, good_count == W, (const double (*)[W])w->ud, NU,
+    unload(w, count, (const double (*)[W])w->ud, NU,
            NU, ud);
     (void)i;
     return good_count;
