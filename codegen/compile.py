@@ -868,13 +868,20 @@ def compile_package(sources, output_dir, key, kernel, progress=None, extra_recor
         if not has_lanes:
             lanes = LaneTarget("off", (), lanes.lanes, None, False)
         defines = lanes.defines(name)
-        model_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, *dense_defines(name),
-                         "-c", f"{name}.c", "-o", f"{name}.o"]
+        model_flags = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, *dense_defines(name)]
+        # a large model's C as translation units compiled in parallel
+        # (emit.SPLIT_STATEMENTS); not beside lane code, which takes a core of
+        # its own for longer than the model's C (the units would slow it)
+        units = 0 if has_lanes else sources.units
+        model_objects = ([f"{name}.o"] if not units else [f"{name}.unit{unit}.o" for unit in range(units + 1)])
+        model_commands = ([[*model_flags, "-c", f"{name}.c", "-o", f"{name}.o"]] if not units else
+                          [[*model_flags, f"-D{name.upper()}_UNIT={unit}", "-c", f"{name}.c", "-o", objects]
+                           for unit, objects in enumerate(model_objects)])
         # the model under the kernel's names (the same defines: the batch
         # workspace's size depends on the lane count)
         table_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, "-c", KERNEL_TABLE,
                          "-o", "codegen-table.o"]
-        commands = [model_command, table_command]
+        commands = [*model_commands, table_command]
         if has_lanes:
             # the lane code beside it (the bicycle's takes longer than the rest)
             commands.insert(0, [cc, *lanes.flags, "-fPIC", *C_STANDARD_FLAGS, *defines,
@@ -883,7 +890,7 @@ def compile_package(sources, output_dir, key, kernel, progress=None, extra_recor
                                 "-c", f"{name}_lanes.c", "-o", f"{name}_lanes.o"])
         kernel_object = f"{KERNEL_MODULE}.o"
         extension = f"{KERNEL_MODULE}{sysconfig.get_config_var('EXT_SUFFIX')}"
-        objects = [f"{name}.o", "codegen-table.o", kernel_object] + ([f"{name}_lanes.o"] if has_lanes else [])
+        objects = [*model_objects, "codegen-table.o", kernel_object] + ([f"{name}_lanes.o"] if has_lanes else [])
         link_command = [cc, "-shared", *objects, "-o", extension, *(["-lmvec"] if lanes.vector_math else []),
                         "-lm"]
         # everything the compile reads (the compile cache's key)
@@ -901,11 +908,12 @@ def compile_package(sources, output_dir, key, kernel, progress=None, extra_recor
         else:
             # The model's C does not depend on the kernel: it compiles while
             # the kernel is made (if it is not made already).
+            parts = f" ({units + 1} translation units in parallel)" if units else ""
             if kernel.thread is not None:
                 say(f"cython: translating and compiling the Python kernel (once for every model), "
-                    f"while {cc} compiles {name}.c")
+                    f"while {cc} compiles {name}.c{parts}")
             else:
-                say(f"compiling {name}.c with {cc}")
+                say(f"compiling {name}.c with {cc}{parts}")
             compiling = [(command, subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
                                                     stderr=subprocess.PIPE, text=True)) for command in commands]
             try:
@@ -937,6 +945,8 @@ def compile_package(sources, output_dir, key, kernel, progress=None, extra_recor
                             if sources.lanes != "lanes" else "CODEGEN_LANES=off"},
                   # the module compiled here, or copied from $CODEGEN_COMPILE_CACHE
                   "compiled": "compile cache" if from_cache else "here",
+                  # <name>.c's translation units besides the rest (0: one)
+                  "evaluation_units": units,
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         record.update(extra_record or {})
         record["files"] = _file_facts(work)

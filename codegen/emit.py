@@ -95,6 +95,9 @@ class GeneratedSources:
     # "lanes" where batches have lane code (<name>_lanes.c), else why not
     lanes: str = "lanes"
     fast_path: dict = field(default_factory=dict)
+    # the evaluation's translation units besides the rest of <name>.c (0: one
+    # translation unit; see SPLIT_STATEMENTS)
+    units: int = 0
 
 
 class _Block:
@@ -484,6 +487,13 @@ def emit_kernel():
 
 SEPARATE_STAGE_STATEMENTS = 400
 PART_STATEMENTS = 200
+# A model whose evaluation parts hold at least this many statements is
+# compiled as EVALUATION_UNITS + 1 translation units in parallel (compile.py):
+# the parts split into EVALUATION_UNITS groups of about equal size, and the
+# rest of the file; the C is still one file (<NAME>_UNIT chooses the part of
+# it a compilation sees; undefined, the whole file).
+SPLIT_STATEMENTS = 1500
+EVALUATION_UNITS = 2
 CSE_ORDER = "none"
 # A numeric stage whose straight-line trace has more operations than this gets
 # only the looped rendering (generic LU and solves over the workspace arrays).
@@ -684,6 +694,38 @@ def _extended_straight_line(emitter, stages, sizes, first_slot, limit):
     return line, ""
 
 
+def evaluation_units(evaluation, tangent_evaluation):
+    """The translation unit (1 to EVALUATION_UNITS) of each function of the
+    symbolic blocks' evaluation (a part, the partials or the tangents of a
+    part), where the parts hold SPLIT_STATEMENTS statements or more; else {}.
+    Contiguous groups of about equal size, in the file's order."""
+    def text(statements):     # the C text of statements: the compile time's measure
+        return sum(len(statement[-1] if isinstance(statement[-1], str) else statement[1])
+                   for statement in statements)
+
+    functions = [(f"evaluate_{part['name']}", len(part["temporaries"]) + len(part["entries"]),
+                  text(part["temporaries"]) + text(part["entries"]))
+                 for group in evaluation.values() for part in group]
+    for group in tangent_evaluation.values():
+        for part in group:
+            if part["hoisted"]:
+                functions.append((f"partials_evaluate_{part['name']}",
+                                  len(part["temporaries"]) + len(part["partials"]),
+                                  text(part["temporaries"]) + text(part["partials"])))
+            temporaries = [] if part["hoisted"] else part["temporaries"]
+            functions.append((f"tangent_evaluate_{part['name']}",
+                              len(part["tangents"]) + len(part["entries"]) + len(temporaries),
+                              text(part["tangents"]) + text(part["entries"]) + text(temporaries)))
+    if sum(count for _, count, _ in functions) < SPLIT_STATEMENTS or EVALUATION_UNITS < 1:
+        return {}
+    total = sum(size for _, _, size in functions)
+    units, done = {}, 0
+    for function, _, size in functions:
+        units[function] = min(EVALUATION_UNITS, 1 + (2 * done + size) * EVALUATION_UNITS // (2 * total))
+        done += size
+    return units
+
+
 def emit(derivation, progress=None, straight_line_limit=None):
     """Generate the C source, header, the table that connects them to the
     Python kernel (codegen-table.c, codegen-kernel.h: :func:`emit_kernel`) and
@@ -758,6 +800,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     sizes_of.update({name: len(ops) for name, ops in straight.sections.items()})
     separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
     separate.update({part["name"]: True for group in evaluation.values() if len(group) > 1 for part in group})
+    unit_of = evaluation_units(evaluation, tangent_evaluation)
     evaluated = sorted(set(BLOCK_ORDER) & (set(d.blocks) | {"qd", "ud"}), key=BLOCK_ORDER.index)
     # the output blocks are evaluated into the base workspace too (not
     # nonfinite_blocks' flags: a linearization does not evaluate them)
@@ -788,6 +831,8 @@ def emit(derivation, progress=None, straight_line_limit=None):
     all_steps = [step for stage in stages for step in _steps(stage.steps)]
     context = dict(
         separate=separate,
+        unit_of=unit_of,
+        units=max(unit_of.values(), default=0),
         name=d.name,
         NAME=d.name.upper(),
         description=d.description,
@@ -907,4 +952,5 @@ def emit(derivation, progress=None, straight_line_limit=None):
         # straight-line sections', and its math function calls
         fast_path={"operations": emitter.operation_count + lanes.numeric_operations,
                    "math_calls": lanes.math_calls} if lanes else {},
-        nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()})
+        nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()},
+        units=max(unit_of.values(), default=0))
