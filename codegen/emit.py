@@ -42,6 +42,7 @@ from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS
                         procedure, sparse_key, with_bands, with_sparse_products)
 from .status import STATUSES
 from .straight_line import StraightLine
+from .subexpressions import count_operations
 
 
 def template_dir():
@@ -149,8 +150,8 @@ class StageEmitter:
             names.update({symbol: f"{label}[{i}]" for i, symbol in enumerate(symbols)})
         names.update({symbol: str(symbol) for symbol in self.temporaries})
         self.printer = ModelCodePrinter(names)
-        self.operation_count = sum(sm.count_ops(expr) for _, expr in replacements) + \
-            sum(sm.count_ops(expr) for exprs in self.reduced.values() for expr in exprs)
+        self.operation_count = sum(count_operations(expr) for _, expr in replacements) + \
+            sum(count_operations(expr) for exprs in self.reduced.values() for expr in exprs)
 
     def closure(self, block_names):
         """Temporaries the given blocks need, directly or through others."""
