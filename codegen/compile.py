@@ -37,6 +37,7 @@ are left alone, so a finished build in a read-only directory can still be used.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import keyword
@@ -263,6 +264,18 @@ def _host_macros(cc):
     except (OSError, subprocess.SubprocessError):
         return set()
     return {line.split()[1] for line in result.stdout.splitlines() if line.startswith("#define ")}
+
+
+@functools.lru_cache(maxsize=None)
+def _gnu_compatible(cc):
+    """Whether the compiler is GCC or clang (defines __GNUC__): hidden
+    symbols between a model's translation units (emit.SPLIT_STATEMENTS)."""
+    try:
+        result = subprocess.run([cc, "-dM", "-E", "-x", "c", "-"], input="", capture_output=True, text=True,
+                                timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(line.startswith("#define __GNUC__ ") for line in result.stdout.splitlines())
 
 
 def lane_target():
@@ -870,9 +883,10 @@ def compile_package(sources, output_dir, key, kernel, progress=None, extra_recor
         defines = lanes.defines(name)
         model_flags = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, *dense_defines(name)]
         # a large model's C as translation units compiled in parallel
-        # (emit.SPLIT_STATEMENTS); not beside lane code, which takes a core of
-        # its own for longer than the model's C (the units would slow it)
-        units = 0 if has_lanes else sources.units
+        # (emit.SPLIT_STATEMENTS); not beside lane code, which takes a core of its own
+        # for longer than the model's C (the units would slow it); and only with
+        # GCC or clang (hidden symbols between the units)
+        units = 0 if has_lanes or not sources.units or not _gnu_compatible(cc) else sources.units
         model_objects = ([f"{name}.o"] if not units else [f"{name}.unit{unit}.o" for unit in range(units + 1)])
         model_commands = ([[*model_flags, "-c", f"{name}.c", "-o", f"{name}.o"]] if not units else
                           [[*model_flags, f"-D{name.upper()}_UNIT={unit}", "-c", f"{name}.c", "-o", objects]

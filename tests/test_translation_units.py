@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import codegen.compile
 import codegen.emit
 from codegen.derive import derive
 from codegen.load import load_package
@@ -96,12 +97,19 @@ def test_the_split_module_returns_the_bits_of_the_whole_file(tmp_path, monkeypat
     with monkeypatch.context() as patch:
         patch.setattr(codegen.emit, "SPLIT_STATEMENTS", 0)
         split = _build(disk_models.make_model(sensitivities="all", outputs=True), "disk_split", tmp_path)
+        # a compiler that is not GCC or clang (no hidden symbols): the file whole
+        patch.setattr(codegen.compile, "_gnu_compatible", lambda cc: False)
+        other_compiler = _build(disk_models.make_model(sensitivities="all", outputs=True), "disk_split_cc",
+                                tmp_path)
+        patch.undo()
+        patch.setattr(codegen.emit, "SPLIT_STATEMENTS", 0)
         patch.setenv("CODEGEN_LANES", "portable")
         with_lanes = _build(disk_models.make_model(sensitivities="all", outputs=True), "disk_split_lanes",
                             tmp_path)
     assert json.loads((Path(split.__file__).parent / "build.json").read_text())["evaluation_units"] == 2
     assert json.loads((Path(whole.__file__).parent / "build.json").read_text())["evaluation_units"] == 0
     assert json.loads((Path(with_lanes.__file__).parent / "build.json").read_text())["evaluation_units"] == 0
+    assert json.loads((Path(other_compiler.__file__).parent / "build.json").read_text())["evaluation_units"] == 0
     assert "#if UNIT(2)" in (Path(split.__file__).parent / "disk_split.c").read_text()
     assert "_UNIT" not in (Path(whole.__file__).parent / "disk_whole.c").read_text()
     rng = np.random.default_rng(3)
