@@ -66,6 +66,10 @@ _LINEARIZE = ("evaluate residuals", "evaluate constraint_jacobians", "constraint
               "evaluate jacobians", "partition", "solution")
 KERNELS = {
     "linearize": _LINEARIZE,
+    # linearize where the caller asks for neither A' nor B' (linearize's A, B):
+    # the solution without the dependent rows of A_full, B_full and their
+    # checks (the scalar code checks only the outputs asked for)
+    "linearize_reduced": _LINEARIZE[:-1] + ("solution_reduced",),
     # the regular-point stage of linearize_local: the default partition's
     # chart, its Gram-Schmidt bases (where a lane's rank certificate or Gram
     # check fails, its point takes the scalar code, which may take the SVDs)
@@ -74,8 +78,12 @@ KERNELS = {
                          "kinematic_rates", "evaluate dynamics", "dynamic_rates"),
 }
 
+# the straight-line section a kernel's step is made from, where it is another's
+SECTION_OF = {"solution_reduced": "solution"}
+
 # the outputs of each kernel, copied out of the lanes of good points
 KERNEL_OUTPUTS = {"linearize": ("A", "B", "A_full", "B_full", "qd", "ud"),
+                  "linearize_reduced": ("A", "B", "qd", "ud"),
                   # and the partition's A, qd*, ud* where the caller computes the steadiness (NX > 64)
                   "linearize_local": ("A_local", "B_local", "T_local", "A", "qd", "ud"),
                   "state_derivative": ("qd", "ud")}
@@ -89,6 +97,39 @@ KERNEL_PARAMETERS = ("int first, int count, const double *t, int t_stride, const
 
 
 
+def solves(steps):
+    """Whether a kernel's steps end with a solution (A and the steadiness)."""
+    return any(step.startswith("solution") for step in steps)
+
+
+def reduced_solution(section):
+    """The solution's straight-line operations without what only A_full and
+    B_full need (their stores, the rows placed into them, their checks), and
+    without the definitions nothing else uses; None where a kept operation
+    reads A_full or B_full."""
+    full = ("A_full", "B_full")
+    kept = []
+    for o in section:
+        if o.op == "place_rows" or (o.op in ("store", "check_finite") and o.array in full):
+            continue
+        if o.op == "check_outputs":
+            outputs = tuple((target, count) for target, count in o.outputs if target not in full)
+            if not outputs:
+                continue
+            o = replace(o, outputs=outputs)
+        kept.append(o)
+    live, reduced = set(), []
+    for o in reversed(kept):
+        if o.op == "define" and o.name not in live:
+            continue
+        if any(getattr(v, "kind", None) == "element" and v.array in full
+               for v in (*o.args, *o.entries, *o.others, o.pivot, o.value)):
+            return None
+        live.update(o.uses())
+        reduced.append(o)
+    return reduced[::-1]
+
+
 def kernel_signature(name, kernel):
     """The C prototype of a lane kernel (``<name>_lanes_<kernel>``): the
     block's inputs, the constraint tolerance (linearize), the outputs of the
@@ -97,7 +138,7 @@ def kernel_signature(name, kernel):
     outputs = "".join(f"double *{out}, " for out in KERNEL_OUTPUTS[kernel])
     options = (", double tol" if "constraints" in steps else "") + \
         (", double rank_tol, int width" if "local_chart" in steps else "")
-    steadiness = "double steady_tol, int *unsteady, " if "solution" in steps else ""
+    steadiness = "double steady_tol, int *unsteady, " if solves(steps) else ""
     return f"int {name}_lanes_{kernel}({KERNEL_PARAMETERS}{options}, {outputs}{steadiness}int *good, double *memory)"
 
 
@@ -216,7 +257,8 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     the straight-line code; ``straight``: its :class:`StraightLine`."""
     kernels, why = {}, {}
     for kernel, steps in KERNELS.items():
-        sections = [step for step in steps if not step.startswith("evaluate") and step != "constraints"]
+        sections = [SECTION_OF.get(step, step) for step in steps
+                    if not step.startswith("evaluate") and step != "constraints"]
         missing = sorted(set(sections) - set(straight.sections))
         unknown = sorted({o.op for stage in sections if stage in straight.sections
                           for o in straight.sections[stage] if o.op not in LANE_OPERATIONS})
@@ -273,6 +315,13 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     sections = {stage: section for stage, section in straight.sections.items() if stage in needed}
     if "local_chart" in sections:
         sections["local_chart"] = _local_outputs(sections["local_chart"])
+    if "linearize_reduced" in kernels:
+        reduced = reduced_solution(sections["solution"])
+        if reduced is None:
+            del kernels["linearize_reduced"]
+            needed.discard("solution_reduced")
+        else:
+            sections["solution_reduced"] = reduced
     used = {"carried", "qd", "ud", "A", "B", "A_full", "B_full", "f_c", "f_v"}
     if "local_chart" in sections:
         used |= {"A_local", "B_local"}

@@ -323,3 +323,26 @@ def test_an_avx512_build_runs_on_any_cpu(disk, build_dir, disk_model, monkeypatc
         for a, b in zip(getattr(moved, name)(q, u), getattr(disk, name)(q, u)):
             assert np.array_equal(a, b), name
     assert np.array_equal(moved.linearize_local(q, u).A, disk.linearize_local(q, u).A)
+
+
+def test_linearize_without_the_full_rows_skips_them(disk_sources):
+    """linearize's batches where the caller asks for neither A' nor B' run a
+    lane solution without A_full's and B_full's dependent rows, stores and
+    checks (the scalar code checks only the outputs asked for); the batch
+    tests above hold it to the scalar build's bits, with and without A'."""
+    import re
+
+    text = disk_sources.files["disk_lanes.c"]
+
+    def body(function):
+        match = re.search(r"^NOT_INLINED static void %s\(.*?^}" % function, text, re.S | re.M)
+        assert match, function
+        return match.group(0)
+
+    full, reduced = body("lane_solution"), body("lane_solution_reduced")
+    assert "A_full" in full and "A_full" not in reduced and "B_full" not in reduced
+    # every entry of A is still stored and checked
+    for i in range(8 * 8):                   # the disk's A: 8 states
+        assert f"w->A[{i}][k] =" in reduced and f"fabs(w->A[{i}][k])" in reduced
+    assert reduced.count("const double v") < full.count("const double v")
+    assert "disk_lanes_linearize_reduced(" in disk_sources.files["disk.c"]

@@ -4141,6 +4141,7 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  */
 #if defined(DISK_LANES_KERNELS)
 int disk_lanes_linearize(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *A_full, double *B_full, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
+int disk_lanes_linearize_reduced(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
 int disk_lanes_linearize_local(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double rank_tol, int width, double *A_local, double *B_local, double *T_local, double *A, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory);
 int disk_lanes_state_derivative(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double *qd, double *ud, int *good, double *memory);
 
@@ -4223,7 +4224,11 @@ int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, 
             double *A_block = A ? A + (i) * (NX * NX) : 0;
             double *qd_block = qd ? qd + (i) * (NQ) : 0;
             double *ud_block = ud ? ud + (i) * (NU) : 0;
-            disk_lanes_linearize(i == 0, count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, A_block, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * NX : 0, work->good, work->lanes);
+            /* without A', B' asked for: the lanes skip their dependent rows */
+            if (!A_full && !B_full)
+                disk_lanes_linearize_reduced(i == 0, count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, A_block, B ? B + (i) * (NX * NR) : 0, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * NX : 0, work->good, work->lanes);
+            else
+                disk_lanes_linearize(i == 0, count, t ? t + i * t_stride : 0, t_stride, q + i * q_stride, q_stride, u + i * u_stride, u_stride, r ? r + i * r_stride : 0, r_stride, p ? p + i * p_stride : 0, p_stride, tol, A_block, B ? B + (i) * (NX * NR) : 0, A_full ? A_full + (i) * (NS * NX) : 0, B_full ? B_full + (i) * (NS * NR) : 0, qd_block, ud_block, steady_tol, unsteady ? unsteady + i * NX : 0, work->good, work->lanes);
             for (k = 0; k < count; k++) {
                 int s = DISK_OK;
                 if (work->good[k]) {

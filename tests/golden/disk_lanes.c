@@ -1784,6 +1784,297 @@ NOT_INLINED static void lane_local_chart(lanes *w, double rank_tol)
     }
 }
 
+NOT_INLINED static void lane_solution_reduced(lanes *w)
+{
+    int k;
+    LANE_LOOP
+    for (k = 0; k < W; k++) {
+        long long bad = 0;
+        /* Ahat_u = A_uq + A_uu C_1 = A_uq - A_uu P_ud K_q */
+        const double v91 = w->A_uq[38][k] - w->A_uu[41][k] * w->carried[70][k];
+        const double v92 = w->A_uq[44][k] - w->A_uu[45][k] * w->carried[73][k];
+        const double v93 = v92 - w->A_uu[47][k] * w->carried[70][k];
+        const double v94 = w->A_uq[50][k] - w->A_uu[51][k] * w->carried[73][k];
+        /* A_uu C_2 = A_uu P_ui - A_uu P_ud K_u */
+        const double v95 = w->A_uu[36][k] - w->A_uu[40][k] * w->carried[72][k];
+        const double v96 = w->A_uu[37][k] - w->A_uu[41][k] * w->carried[71][k];
+        const double v97 = w->A_uu[45][k] * w->carried[74][k];
+        const double v98 = -v97;
+        const double v99 = v98 - w->A_uu[47][k] * w->carried[71][k];
+        const double v100 = w->A_uu[49][k] - w->A_uu[51][k] * w->carried[74][k];
+        const double v101 = w->A_uu[48][k] - w->A_uu[52][k] * w->carried[72][k];
+        /* A'_q = M_qq^-1 A~_q */
+        const double v102 = w->A_qq[7][k] - w->carried[46][k] * w->A_qq[13][k];
+        const double v103 = w->carried[46][k] * w->A_qu[14][k];
+        const double v104 = -v103;
+        const double v107 = w->A_qq[24][k] * w->carried[50][k];
+        w->A[32][k] = v107;
+        const double v108 = w->A_qq[25][k] * w->carried[50][k];
+        w->A[33][k] = v108;
+        const double v109 = w->A_qu[24][k] * w->carried[50][k];
+        w->A[37][k] = v109;
+        const double v110 = w->A_qu[25][k] * w->carried[50][k];
+        w->A[38][k] = v110;
+        const double v111 = w->A_qq[18][k] * w->carried[49][k];
+        w->A[24][k] = v111;
+        const double v112 = w->A_qq[19][k] * w->carried[49][k];
+        w->A[25][k] = v112;
+        const double v113 = w->A_qu[18][k] * w->carried[49][k];
+        w->A[29][k] = v113;
+        const double v114 = w->A_qu[19][k] * w->carried[49][k];
+        w->A[30][k] = v114;
+        const double v115 = v102 * w->carried[48][k];
+        w->A[17][k] = v115;
+        const double v116 = w->A_qu[7][k] * w->carried[48][k];
+        w->A[22][k] = v116;
+        const double v117 = v104 * w->carried[48][k];
+        w->A[23][k] = v117;
+        const double v118 = w->A_qu[0][k] * w->carried[47][k];
+        w->A[13][k] = v118;
+        const double v119 = w->A_qq[13][k] * w->carried[45][k];
+        w->A[1][k] = v119;
+        const double v120 = w->A_qu[14][k] * w->carried[45][k];
+        w->A[7][k] = v120;
+        /* A~_u - M_uq A'_q */
+        const double v121 = w->M_uq[2][k] * v115;
+        const double v122 = -v121;
+        const double v123 = w->A_uu[1][k] - w->M_uq[2][k] * v116;
+        const double v124 = w->M_uq[2][k] * v117;
+        const double v125 = -v124;
+        const double v126 = w->M_uq[14][k] * v115;
+        const double v127 = -v126;
+        const double v128 = w->A_uu[13][k] - w->M_uq[14][k] * v116;
+        const double v129 = w->M_uq[14][k] * v117;
+        const double v130 = -v129;
+        /* M_uu^-1 (the speed-level system) */
+        const double v131 = v127 - w->carried[54][k] * v122;
+        const double v132 = w->A_uq[14][k] - w->carried[54][k] * w->A_uq[2][k];
+        const double v133 = v128 - w->carried[54][k] * v123;
+        const double v134 = v130 - w->carried[54][k] * v125;
+        const double v135 = v131 - w->carried[58][k] * w->A_uq[37][k];
+        const double v136 = v132 - w->carried[58][k] * v91;
+        const double v137 = w->carried[58][k] * v95;
+        const double v138 = -v137;
+        const double v139 = v133 - w->carried[58][k] * v96;
+        const double v140 = v134 - w->carried[58][k] * w->A_uu[38][k];
+        const double v141 = w->carried[55][k] * v122;
+        const double v142 = -v141;
+        const double v143 = w->A_uq[26][k] - w->carried[55][k] * w->A_uq[2][k];
+        const double v144 = w->carried[55][k] * v123;
+        const double v145 = -v144;
+        const double v146 = w->carried[55][k] * v125;
+        const double v147 = -v146;
+        const double v148 = v142 - w->carried[60][k] * w->A_uq[37][k];
+        const double v149 = v143 - w->carried[60][k] * v91;
+        const double v150 = w->carried[60][k] * v95;
+        const double v151 = -v150;
+        const double v152 = v145 - w->carried[60][k] * v96;
+        const double v153 = v147 - w->carried[60][k] * w->A_uu[38][k];
+        const double v154 = w->A_uq[19][k] - w->carried[62][k] * w->A_uq[43][k];
+        const double v155 = w->A_uq[20][k] - w->carried[62][k] * v93;
+        const double v156 = w->A_uu[18][k] - w->carried[62][k] * w->A_uu[42][k];
+        const double v157 = w->A_uu[19][k] - w->carried[62][k] * v99;
+        const double v158 = w->A_uu[20][k] - w->carried[62][k] * w->A_uu[44][k];
+        const double v159 = w->A_uq[49][k] - w->carried[64][k] * v135;
+        const double v160 = v94 - w->carried[64][k] * v136;
+        const double v161 = v101 - w->carried[64][k] * v138;
+        const double v162 = v100 - w->carried[64][k] * v139;
+        const double v163 = w->A_uu[50][k] - w->carried[64][k] * v140;
+        const double v164 = v159 - w->carried[66][k] * v148;
+        const double v165 = v160 - w->carried[66][k] * v149;
+        const double v166 = v161 - w->carried[66][k] * v151;
+        const double v167 = v162 - w->carried[66][k] * v152;
+        const double v168 = v163 - w->carried[66][k] * v153;
+        const double v169 = v164 * w->carried[68][k];
+        const double v170 = v165 * w->carried[68][k];
+        const double v171 = v166 * w->carried[68][k];
+        const double v172 = v167 * w->carried[68][k];
+        const double v173 = v168 * w->carried[68][k];
+        const double v174 = v154 * w->carried[67][k];
+        const double v175 = v155 * w->carried[67][k];
+        const double v176 = v156 * w->carried[67][k];
+        const double v177 = v157 * w->carried[67][k];
+        const double v178 = v158 * w->carried[67][k];
+        const double v179 = v148 - w->M_uu[44][k] * v169;
+        const double v180 = v149 - w->M_uu[44][k] * v170;
+        const double v181 = v151 - w->M_uu[44][k] * v171;
+        const double v182 = v152 - w->M_uu[44][k] * v172;
+        const double v183 = v153 - w->M_uu[44][k] * v173;
+        const double v184 = v179 * w->carried[65][k];
+        const double v185 = v180 * w->carried[65][k];
+        const double v186 = v181 * w->carried[65][k];
+        const double v187 = v182 * w->carried[65][k];
+        const double v188 = v183 * w->carried[65][k];
+        const double v199 = w->A_uq[43][k] - w->M_uu[70][k] * v174;
+        const double v200 = v93 - w->M_uu[70][k] * v175;
+        const double v201 = w->A_uu[42][k] - w->M_uu[70][k] * v176;
+        const double v202 = v99 - w->M_uu[70][k] * v177;
+        const double v203 = w->A_uu[44][k] - w->M_uu[70][k] * v178;
+        const double v204 = v199 * w->carried[61][k];
+        const double v205 = v200 * w->carried[61][k];
+        const double v206 = v201 * w->carried[61][k];
+        const double v207 = v202 * w->carried[61][k];
+        const double v208 = v203 * w->carried[61][k];
+        const double v209 = w->A_uq[37][k] - w->M_uu[60][k] * v184;
+        const double v210 = v91 - w->M_uu[60][k] * v185;
+        const double v211 = v95 - w->M_uu[60][k] * v186;
+        const double v212 = v96 - w->M_uu[60][k] * v187;
+        const double v213 = w->A_uu[38][k] - w->M_uu[60][k] * v188;
+        const double v214 = v209 * w->carried[57][k];
+        const double v215 = v210 * w->carried[57][k];
+        const double v216 = v211 * w->carried[57][k];
+        const double v217 = v212 * w->carried[57][k];
+        const double v218 = v213 * w->carried[57][k];
+        const double v219 = w->A_uq[31][k] * w->carried[56][k];
+        w->A[57][k] = v219;
+        const double v220 = w->A_uq[32][k] * w->carried[56][k];
+        w->A[58][k] = v220;
+        const double v221 = w->A_uu[30][k] * w->carried[56][k];
+        w->A[61][k] = v221;
+        const double v222 = w->A_uu[31][k] * w->carried[56][k];
+        w->A[62][k] = v222;
+        const double v223 = w->A_uu[32][k] * w->carried[56][k];
+        w->A[63][k] = v223;
+        const double v224 = v122 - w->M_uu[3][k] * v214;
+        const double v225 = w->A_uq[2][k] - w->M_uu[3][k] * v215;
+        const double v226 = w->M_uu[3][k] * v216;
+        const double v227 = -v226;
+        const double v228 = v123 - w->M_uu[3][k] * v217;
+        const double v229 = v125 - w->M_uu[3][k] * v218;
+        const double v230 = v224 * w->carried[53][k];
+        w->A[49][k] = v230;
+        const double v231 = v225 * w->carried[53][k];
+        w->A[50][k] = v231;
+        const double v232 = v227 * w->carried[53][k];
+        w->A[53][k] = v232;
+        const double v233 = v228 * w->carried[53][k];
+        w->A[54][k] = v233;
+        const double v234 = v229 * w->carried[53][k];
+        w->A[55][k] = v234;
+        const double v235 = w->M_uu[13][k] * v204;
+        const double v236 = -v235;
+        const double v237 = w->M_uu[13][k] * v205;
+        const double v238 = -v237;
+        const double v239 = w->M_uu[13][k] * v206;
+        const double v240 = -v239;
+        const double v241 = w->M_uu[13][k] * v207;
+        const double v242 = -v241;
+        const double v243 = w->M_uu[13][k] * v208;
+        const double v244 = -v243;
+        const double v245 = v236 * w->carried[52][k];
+        w->A[41][k] = v245;
+        const double v246 = v238 * w->carried[52][k];
+        w->A[42][k] = v246;
+        const double v247 = v240 * w->carried[52][k];
+        w->A[45][k] = v247;
+        const double v248 = v242 * w->carried[52][k];
+        w->A[46][k] = v248;
+        const double v249 = v244 * w->carried[52][k];
+        w->A[47][k] = v249;
+        /* row selection: A, B for the independent states; A', B' for all */
+        w->A[0][k] = 0.0;
+        w->A[2][k] = 0.0;
+        w->A[3][k] = 0.0;
+        w->A[4][k] = 0.0;
+        w->A[5][k] = 0.0;
+        w->A[6][k] = 0.0;
+        w->A[8][k] = 0.0;
+        w->A[9][k] = 0.0;
+        w->A[10][k] = 0.0;
+        w->A[11][k] = 0.0;
+        w->A[12][k] = 0.0;
+        w->A[14][k] = 0.0;
+        w->A[15][k] = 0.0;
+        w->A[16][k] = 0.0;
+        w->A[18][k] = 0.0;
+        w->A[19][k] = 0.0;
+        w->A[20][k] = 0.0;
+        w->A[21][k] = 0.0;
+        w->A[26][k] = 0.0;
+        w->A[27][k] = 0.0;
+        w->A[28][k] = 0.0;
+        w->A[31][k] = 0.0;
+        w->A[34][k] = 0.0;
+        w->A[35][k] = 0.0;
+        w->A[36][k] = 0.0;
+        w->A[39][k] = 0.0;
+        w->A[40][k] = 0.0;
+        w->A[43][k] = 0.0;
+        w->A[44][k] = 0.0;
+        w->A[48][k] = 0.0;
+        w->A[51][k] = 0.0;
+        w->A[52][k] = 0.0;
+        w->A[56][k] = 0.0;
+        w->A[59][k] = 0.0;
+        w->A[60][k] = 0.0;
+        bad |= !(fabs(w->A[0][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[1][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[2][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[3][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[4][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[5][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[6][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[7][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[8][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[9][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[10][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[11][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[12][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[13][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[14][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[15][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[16][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[17][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[18][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[19][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[20][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[21][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[22][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[23][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[24][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[25][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[26][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[27][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[28][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[29][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[30][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[31][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[32][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[33][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[34][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[35][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[36][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[37][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[38][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[39][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[40][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[41][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[42][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[43][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[44][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[45][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[46][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[47][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[48][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[49][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[50][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[51][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[52][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[53][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[54][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[55][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[56][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[57][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[58][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[59][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[60][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[61][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[62][k]) <= DBL_MAX);
+        bad |= !(fabs(w->A[63][k]) <= DBL_MAX);
+        w->bad[k] |= bad;
+    }
+}
+
 /* |f_c|_inf and |f_v|_inf within tol (tol < 0: not checked) */
 NOT_INLINED static void lane_constraints(lanes *w, double tol)
 {
@@ -1907,6 +2198,51 @@ int disk_lanes_linearize(int first, int count, const double *t, int t_stride, co
            NS * NX, A_full);
     unload(w, count, (const double (*)[W])w->B_full, NS * NR,
            NS * NR, B_full);
+    unload(w, count, (const double (*)[W])w->qd, NQ,
+           NQ, qd);
+    unload(w, count, (const double (*)[W])w->ud, NU,
+           NU, ud);
+    /* the steadiness flags (NX <= 64: the lanes'; else the caller's from A, qd*, ud*) */
+    (void)i;
+    if (unsteady) {
+        lane_steadiness(w, steady_tol);
+        for (k = 0; k < count; k++) {
+            if (w->bad[k]) continue;
+            for (i = 0; i < NX; i++) unsteady[k * NX + i] = w->unsteady[i][k] != 0.0;
+        }
+    }
+    return good_count;
+}
+
+int disk_lanes_linearize_reduced(int first, int count, const double *t, int t_stride, const double *q, int q_stride, const double *u, int u_stride, const double *r, int r_stride, const double *p, int p_stride, double tol, double *A, double *B, double *qd, double *ud, double steady_tol, int *unsteady, int *good, double *memory)
+{
+    lanes *w = aligned(memory);
+    int k, i, good_count = 0;
+    load(w, count, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p, p_stride);
+    prefetch_rows(count, NX * NX, NX * NX, A);
+    prefetch_rows(count, NX * NR, NX * NR, B);
+    prefetch_rows(count, NQ, NQ, qd);
+    prefetch_rows(count, NU, NU, ud);
+    lane_math(w, !first && p_stride == 0);
+    check_inputs(w);
+    lane_evaluate_residuals(w);
+    lane_evaluate_constraint_jacobians(w);
+    lane_constraints(w, tol);
+    lane_evaluate_kinematics(w);
+    lane_kinematic_rates(w);
+    lane_evaluate_dynamics(w);
+    lane_dynamic_rates(w);
+    lane_evaluate_jacobians(w);
+    lane_partition(w);
+    lane_solution_reduced(w);
+    for (k = 0; k < count; k++) {
+        good[k] = !w->bad[k];
+        good_count += good[k];
+    }
+    unload(w, count, (const double (*)[W])w->A, NX * NX,
+           NX * NX, A);
+    unload(w, count, (const double (*)[W])w->B, NX * NR,
+           NX * NR, B);
     unload(w, count, (const double (*)[W])w->qd, NQ,
            NQ, qd);
     unload(w, count, (const double (*)[W])w->ud, NU,
