@@ -130,6 +130,35 @@ def reduced_solution(section):
     return reduced[::-1]
 
 
+def constant_entries(kernels, sections):
+    """kernel -> output -> {index: value} of the entries of the output every
+    one of the kernel's sections stores as the same number (a structural zero
+    or one): unload writes them without reading the lanes. Only for outputs
+    stored by ``store`` operations alone (not placed rows), and not for
+    linearize_local (its rows have the caller's width)."""
+    found = {}
+    for kernel, steps in kernels.items():
+        if kernel == "linearize_local":
+            continue
+        stores, placed = {}, set()
+        for step in steps:
+            for o in sections.get(step, ()):
+                if o.op == "store":
+                    stores.setdefault(o.array, {}).setdefault(o.index, set()).add(
+                        o.value if isinstance(o.value, float) else None)
+                elif o.op == "place_rows":
+                    placed.update(full for _, full, _ in o.outputs)
+        found[kernel] = {}
+        for out in KERNEL_OUTPUTS[kernel]:
+            if out in placed or out not in stores:
+                continue
+            constant = {index: values.pop() for index, values in stores[out].items()
+                        if len(values) == 1 and None not in values}
+            if constant:
+                found[kernel][out] = constant
+    return found
+
+
 def kernel_signature(name, kernel):
     """The C prototype of a lane kernel (``<name>_lanes_<kernel>``): the
     block's inputs, the constraint tolerance (linearize), the outputs of the
@@ -237,6 +266,8 @@ class LaneCode:
     arrays: list                     # (name, C size) of the lane workspace's arrays
     functions: list                  # (name, arity, "native" | "scalar" | "vector") used
     placements: dict = field(default_factory=dict)   # full array -> [(full index, reduced array, index)]
+    # kernel -> output -> {index: value}: entries every point has (constant_entries)
+    constants: dict = field(default_factory=dict)
     # arithmetic operations of linearize's straight-line sections (a fused
     # c +- a b counted as two), and math function calls of its evaluation
     numeric_operations: int = 0
@@ -355,7 +386,8 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
     vector = sorted({f for f, _, _ in math if f in VECTOR_MATH_FUNCTIONS})
     return LaneCode(math=math, vector_math=vector, math_statements=math_statements,
                     numeric_operations=numeric, math_calls=calls, kernels=kernels, evaluation=evaluation,
-                    sections=sections, arrays=arrays, functions=functions, placements=placements), None
+                    sections=sections, arrays=arrays, functions=functions, placements=placements,
+                    constants=constant_entries(kernels, sections)), None
 
 
 def _local_outputs(section):

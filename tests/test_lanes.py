@@ -346,3 +346,8 @@ def test_linearize_without_the_full_rows_skips_them(disk_sources):
         assert f"w->A[{i}][k] =" in reduced and f"fabs(w->A[{i}][k])" in reduced
     assert reduced.count("const double v") < full.count("const double v")
     assert "disk_lanes_linearize_reduced(" in disk_sources.files["disk.c"]
+    # the 35 structural zeros of the disk's A are unloaded from a table, the
+    # other 29 entries from the lanes (the batch tests above check the bits)
+    kernel = re.search(r"^int disk_lanes_linearize_reduced\(.*?^}", text, re.S | re.M).group(0)
+    assert "static const double fixed_A[64] = { 0.0 };" in kernel
+    assert len(set(re.findall(r"row\[(\d+)\] = w->A\[\1\]\[k\];", kernel))) == 29

@@ -2190,8 +2190,47 @@ int disk_lanes_linearize(int first, int count, const double *t, int t_stride, co
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, (const double (*)[W])w->A, NX * NX,
-           NX * NX, A);
+    /* A: its 35 entries that are the same at every point
+       from a table (vector stores), the others from the lanes one by one (the
+       gathers of unload would cost more) */
+    if (A) {
+        static const double fixed_A[64] = { 0.0 };
+        for (k = 0; k < count; k++) {
+            double *row = A + (ptrdiff_t)k * (NX * NX);
+            if (w->bad[k]) continue;
+            LANE_LOOP
+            for (i = 0; i < 64; i++) row[i] = fixed_A[i];
+            row[1] = w->A[1][k];
+            row[7] = w->A[7][k];
+            row[13] = w->A[13][k];
+            row[17] = w->A[17][k];
+            row[22] = w->A[22][k];
+            row[23] = w->A[23][k];
+            row[24] = w->A[24][k];
+            row[25] = w->A[25][k];
+            row[29] = w->A[29][k];
+            row[30] = w->A[30][k];
+            row[32] = w->A[32][k];
+            row[33] = w->A[33][k];
+            row[37] = w->A[37][k];
+            row[38] = w->A[38][k];
+            row[41] = w->A[41][k];
+            row[42] = w->A[42][k];
+            row[45] = w->A[45][k];
+            row[46] = w->A[46][k];
+            row[47] = w->A[47][k];
+            row[49] = w->A[49][k];
+            row[50] = w->A[50][k];
+            row[53] = w->A[53][k];
+            row[54] = w->A[54][k];
+            row[55] = w->A[55][k];
+            row[57] = w->A[57][k];
+            row[58] = w->A[58][k];
+            row[61] = w->A[61][k];
+            row[62] = w->A[62][k];
+            row[63] = w->A[63][k];
+        }
+    }
     unload(w, count, (const double (*)[W])w->B, NX * NR,
            NX * NR, B);
     unload(w, count, (const double (*)[W])w->A_full, NS * NX,
@@ -2239,8 +2278,47 @@ int disk_lanes_linearize_reduced(int first, int count, const double *t, int t_st
         good[k] = !w->bad[k];
         good_count += good[k];
     }
-    unload(w, count, (const double (*)[W])w->A, NX * NX,
-           NX * NX, A);
+    /* A: its 35 entries that are the same at every point
+       from a table (vector stores), the others from the lanes one by one (the
+       gathers of unload would cost more) */
+    if (A) {
+        static const double fixed_A[64] = { 0.0 };
+        for (k = 0; k < count; k++) {
+            double *row = A + (ptrdiff_t)k * (NX * NX);
+            if (w->bad[k]) continue;
+            LANE_LOOP
+            for (i = 0; i < 64; i++) row[i] = fixed_A[i];
+            row[1] = w->A[1][k];
+            row[7] = w->A[7][k];
+            row[13] = w->A[13][k];
+            row[17] = w->A[17][k];
+            row[22] = w->A[22][k];
+            row[23] = w->A[23][k];
+            row[24] = w->A[24][k];
+            row[25] = w->A[25][k];
+            row[29] = w->A[29][k];
+            row[30] = w->A[30][k];
+            row[32] = w->A[32][k];
+            row[33] = w->A[33][k];
+            row[37] = w->A[37][k];
+            row[38] = w->A[38][k];
+            row[41] = w->A[41][k];
+            row[42] = w->A[42][k];
+            row[45] = w->A[45][k];
+            row[46] = w->A[46][k];
+            row[47] = w->A[47][k];
+            row[49] = w->A[49][k];
+            row[50] = w->A[50][k];
+            row[53] = w->A[53][k];
+            row[54] = w->A[54][k];
+            row[55] = w->A[55][k];
+            row[57] = w->A[57][k];
+            row[58] = w->A[58][k];
+            row[61] = w->A[61][k];
+            row[62] = w->A[62][k];
+            row[63] = w->A[63][k];
+        }
+    }
     unload(w, count, (const double (*)[W])w->B, NX * NR,
            NX * NR, B);
     unload(w, count, (const double (*)[W])w->qd, NQ,
