@@ -72,8 +72,10 @@ KERNELS = {
     "linearize_reduced": _LINEARIZE[:-1] + ("solution_reduced",),
     # the regular-point stage of linearize_local: the default partition's
     # chart, its Gram-Schmidt bases (where a lane's rank certificate or Gram
-    # check fails, its point takes the scalar code, which may take the SVDs)
-    "linearize_local": _LINEARIZE + ("local_chart",),
+    # check fails, its point takes the scalar code, which may take the SVDs);
+    # the chart reads A, not A' (the scalar code asks the solution for no
+    # output, and checks none of it)
+    "linearize_local": _LINEARIZE[:-1] + ("solution_reduced", "local_chart"),
     "state_derivative": ("evaluate residuals", "evaluate constraint_jacobians", "evaluate kinematics",
                          "kinematic_rates", "evaluate dynamics", "dynamic_rates"),
 }
@@ -351,6 +353,10 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
         if reduced is None:
             del kernels["linearize_reduced"]
             needed.discard("solution_reduced")
+            if "linearize_local" in kernels:
+                kernels["linearize_local"] = tuple("solution" if step == "solution_reduced" else step
+                                                   for step in kernels["linearize_local"])
+                needed.add("solution")
         else:
             sections["solution_reduced"] = reduced
     used = {"carried", "qd", "ud", "A", "B", "A_full", "B_full", "f_c", "f_v"}

@@ -2359,7 +2359,7 @@ int disk_lanes_linearize_local(int first, int count, const double *t, int t_stri
     lane_dynamic_rates(w);
     lane_evaluate_jacobians(w);
     lane_partition(w);
-    lane_solution(w);
+    lane_solution_reduced(w);
     lane_local_chart(w, rank_tol);
     for (k = 0; k < count; k++) {
         good[k] = !w->bad[k];
