@@ -34,7 +34,7 @@ from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx
 from .differentiate import Differentiator
 from .errors import ModelError
 from .lanes import (KERNEL_OUTPUTS, LIBM_ARITIES, TANGENT_ORDER, direction_lane_code, kernel_signature,
-                    lane_code, lane_doubles)
+                    lane_code, lane_doubles, solves)
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter, unprintable
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
@@ -700,23 +700,22 @@ def evaluation_units(evaluation, tangent_evaluation):
     symbolic blocks' evaluation (a part, the partials or the tangents of a
     part), where the parts hold SPLIT_STATEMENTS statements or more; else {}.
     Contiguous groups of about equal size, in the file's order."""
-    def text(statements):     # the C text of statements: the compile time's measure
-        return sum(len(statement[-1] if isinstance(statement[-1], str) else statement[1])
-                   for statement in statements)
+    def measure(name, *groups):
+        """(function, statements, C text): the text is the compile time's measure;
+        a statement's C is its second field, an entry's (block, index, C) its third"""
+        return (name, sum(len(group) for group, _ in groups),
+                sum(len(statement[at]) for group, at in groups for statement in group))
 
-    functions = [(f"evaluate_{part['name']}", len(part["temporaries"]) + len(part["entries"]),
-                  text(part["temporaries"]) + text(part["entries"]))
+    functions = [measure(f"evaluate_{part['name']}", (part["temporaries"], 1), (part["entries"], 2))
                  for group in evaluation.values() for part in group]
     for group in tangent_evaluation.values():
         for part in group:
             if part["hoisted"]:
-                functions.append((f"partials_evaluate_{part['name']}",
-                                  len(part["temporaries"]) + len(part["partials"]),
-                                  text(part["temporaries"]) + text(part["partials"])))
+                functions.append(measure(f"partials_evaluate_{part['name']}", (part["temporaries"], 1),
+                                         (part["partials"], 1)))
             temporaries = [] if part["hoisted"] else part["temporaries"]
-            functions.append((f"tangent_evaluate_{part['name']}",
-                              len(part["tangents"]) + len(part["entries"]) + len(temporaries),
-                              text(part["tangents"]) + text(part["entries"]) + text(temporaries)))
+            functions.append(measure(f"tangent_evaluate_{part['name']}", (part["tangents"], 1),
+                                     (part["entries"], 2), (temporaries, 1)))
     if sum(count for _, count, _ in functions) < SPLIT_STATEMENTS or EVALUATION_UNITS < 1:
         return {}
     total = sum(size for _, _, size in functions)
@@ -802,6 +801,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     separate = {name: size > SEPARATE_STAGE_STATEMENTS for name, size in sizes_of.items()}
     separate.update({part["name"]: True for group in evaluation.values() if len(group) > 1 for part in group})
     unit_of = evaluation_units(evaluation, tangent_evaluation)
+    units = max(unit_of.values(), default=0)
     evaluated = sorted(set(BLOCK_ORDER) & (set(d.blocks) | {"qd", "ud"}), key=BLOCK_ORDER.index)
     # the output blocks are evaluated into the base workspace too (not
     # nonfinite_blocks' flags: a linearization does not evaluate them)
@@ -833,7 +833,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     context = dict(
         separate=separate,
         unit_of=unit_of,
-        units=max(unit_of.values(), default=0),
+        units=units,
         name=d.name,
         NAME=d.name.upper(),
         description=d.description,
@@ -918,6 +918,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
         tangent_order=TANGENT_ORDER,
         kernel_outputs=KERNEL_OUTPUTS,
         kernel_signature=lambda kernel: kernel_signature(d.name, kernel),
+        solves=solves,
         arities=LIBM_ARITIES,
         # the default partition's independent rates, as lane code (steadiness)
         rates=[f"w->qd[{i}][k]" for i in straight.index["independent_q"]]
@@ -954,4 +955,4 @@ def emit(derivation, progress=None, straight_line_limit=None):
         fast_path={"operations": emitter.operation_count + lanes.numeric_operations,
                    "math_calls": lanes.math_calls} if lanes else {},
         nonzero_count={name: len(block.entries) for name, block in emitter.blocks.items()},
-        units=max(unit_of.values(), default=0))
+        units=units)

@@ -92,6 +92,13 @@ def _negated_factors(args):
     return args[1:] if args[0] is sm.S.NegativeOne else (-args[0],) + args[1:]
 
 
+def _product(factors, stack):
+    """The MUL operations of a product of plain factors; its factors (or the
+    one factor) go on the stack to be counted."""
+    stack.extend(factors)
+    return len(factors) - 1
+
+
 def count_operations(expr):
     """``sympy.count_ops(expr)``, the same number, without SymPy's visual
     expression and, for products of plain factors, without negating or
@@ -119,11 +126,7 @@ def count_operations(expr):
                     if len(args) == 1 and args[0].is_Add:
                         extend(args[0].args)    # SymPy goes on with the sum's terms
                         continue
-                if len(args) == 1:
-                    push(args[0])
-                else:
-                    total += len(args) - 1      # MUL
-                    extend(args)
+                total += _product(args, stack)
                 continue
             if _coeff_isneg(a):
                 total += 1
@@ -146,12 +149,7 @@ def count_operations(expr):
                 if _coeff_isneg(term):
                     negative += 1
                     if term.is_Mul and all(_plain_factor(f) for f in term.args):
-                        factors = _negated_factors(term.args)
-                        if len(factors) == 1:
-                            push(factors[0])
-                        else:
-                            total += len(factors) - 1
-                            extend(factors)
+                        total += _product(_negated_factors(term.args), stack)
                     else:
                         push(-term)
                 else:
