@@ -13,6 +13,9 @@ agree with numpy.linalg.solve."""
 
 import ctypes
 import os
+import platform
+import re
+import shutil
 import subprocess
 
 import numpy as np
@@ -159,11 +162,30 @@ def _compile(work, name, extra):
 
 @pytest.fixture(scope="module", params=["clones", "baseline"])
 def kernels(request, tmp_path_factory):
-    """The helpers as the Python module's C gets them (DENSE_CLONES: the AVX2
-    clone where this machine and compiler have it), and as an embedded
-    build's (once, for the baseline)."""
+    """The helpers as the Python module's C gets them (DENSE_CLONES: the
+    x86-64-v4 or AVX2 clone where this machine and compiler have it), and as
+    an embedded build's (once, for the baseline)."""
     work = tmp_path_factory.mktemp(f"kernels_{request.param}")
     return _compile(work, request.param, ["-DDENSE_CLONES"] if request.param == "clones" else [])
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_no_clone_fuses_a_multiply_and_an_add(cc, tmp_path):
+    """The x86-64-v4 clone has fused multiply-add instructions; the clones
+    give the baseline's bits only if the compiler contracts none (GCC in ISO
+    C; clang by the helpers' pragma): no vfmadd/vfmsub in the object."""
+    if not shutil.which(cc) or not shutil.which("objdump"):
+        pytest.skip(f"{cc} or objdump not installed")
+    source = tmp_path / "clones.c"
+    source.write_text(HARNESS % (template_dir() / "helpers.c").read_text())
+    obj = tmp_path / "clones.o"
+    subprocess.run([cc, *STRICT, "-Wno-unused-function", "-O2", "-DDENSE_CLONES", "-c", str(source),
+                    "-o", str(obj)], check=True)
+    listing = subprocess.run(["objdump", "-d", str(obj)], check=True, capture_output=True, text=True).stdout
+    if platform.machine() == "x86_64":
+        assert "x86-64-v4" in listing or "avx2" in listing, "no target clone compiled"
+    fused = [line for line in listing.splitlines() if re.search(r"\bv?f(n)?m(add|sub)", line)]
+    assert not fused, f"{cc}: fused multiply-add in the clones: {fused[:3]}"
 
 
 def _p(array):
