@@ -219,6 +219,7 @@ class StageEmitter:
         for k, (stage, entries) in enumerate(parts):
             new, loads = self._part_temporaries(entries, defined_in, k)
             stages.append(dict(name=stage, new=new, loads=loads, entries=entries))
+        self._pair_across_parts(stages, defined_in)
         carried = sorted({s for stage in stages for s in stage["loads"]},
                          key=lambda s: (defined_in[s], self.position[s]))
         slot = {s: i for i, s in enumerate(carried)}
@@ -267,6 +268,32 @@ class StageEmitter:
                 else:
                     seen.setdefault((type(expr), expr.args[0]), s)
         return pairs
+
+    def _pair_across_parts(self, stages, defined_in):
+        """A sine or cosine that a part computes first where an earlier part
+        computes the cosine or sine of the same argument: computed in the
+        earlier part too (the scalar code's sin_and_cos pair there: one call
+        of the C library for both) and carried to the later part, which
+        loads it (the disk's cos(q1) in the residuals, sin(q1) in the
+        constraint Jacobians: one call fewer a point). ``stages``: the parts'
+        dicts of :meth:`stage_statements` (new, loads), changed in place;
+        ``defined_in`` updated."""
+        first = {}      # (sin or cos, argument) -> the part that computes it
+        for k, stage in enumerate(stages):
+            for s in list(stage["new"]):
+                expr = self.temporary_expr[s]
+                if not isinstance(expr, (sm.sin, sm.cos)):
+                    continue
+                partner = (sm.cos if isinstance(expr, sm.sin) else sm.sin, expr.args[0])
+                earlier = first.get(partner)
+                if earlier is not None and earlier < k and (type(expr), expr.args[0]) not in first:
+                    stage["new"].remove(s)
+                    stage["loads"] = sorted(stage["loads"] + [s], key=self.position.get)
+                    stages[earlier]["new"] = sorted(stages[earlier]["new"] + [s], key=self.position.get)
+                    defined_in[s] = earlier
+                    first[(type(expr), expr.args[0])] = earlier
+                else:
+                    first.setdefault((type(expr), expr.args[0]), k)
 
     def _part_temporaries(self, entries, defined_in, part):
         """The temporaries a part (its ``entries``) computes, in order, and

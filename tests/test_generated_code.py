@@ -56,6 +56,23 @@ def test_generation_is_deterministic_across_processes(disk_sources, tmp_path):
                                         + disk_sources.files["disk_lanes.c"])
 
 
+def test_sine_and_cosine_of_an_argument_are_one_call(disk_sources):
+    """The scalar code computes the sine and the cosine of one argument with
+    one call of the C library (sin_and_cos, cos_and_sin), also where they are
+    first needed in different parts (the disk's cos(q1) in the residuals and
+    sin(q1) in the constraint Jacobians: the later part loads the carried
+    value): every argument of the evaluation's sines and cosines is the
+    argument of one call."""
+    text = disk_sources.files["disk.c"]
+    statements = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("const double x"))
+    calls = re.findall(r"\b(sin|cos|sin_and_cos|cos_and_sin)\(([^,()]+)[,)]", statements)
+    arguments = [argument for _, argument in calls]
+    assert arguments, "no sine or cosine found in disk.c"
+    repeated = sorted({a for a in arguments if arguments.count(a) > 1})
+    assert not repeated, f"sines and cosines of {repeated} in more than one call: {calls}"
+    assert {"sin_and_cos", "cos_and_sin"} & {name for name, _ in calls}
+
+
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_strict_compilation(disk_sources, tmp_path, compiler):
     if shutil.which(compiler) is None:

@@ -1197,7 +1197,8 @@ static void evaluate_residuals(double t, const double *q, const double *u, const
 {
     (void)t; (void)q; (void)u; (void)p; (void)f_c; (void)f_v; (void)carried;
     double fused_x6;
-    const double x0 = cos(q[1]);
+    double fused_x9;
+    const double x0 = cos_and_sin(q[1], &fused_x9);
     carried[0] = x0;
     const double x1 = p[1]*x0;
     carried[1] = x1;
@@ -1215,6 +1216,8 @@ static void evaluate_residuals(double t, const double *q, const double *u, const
     carried[7] = x7;
     const double x8 = u[1]*x7;
     carried[8] = x8;
+    const double x9 = fused_x9;
+    carried[9] = x9;
     f_c[0] = q[5] + x1;
     f_v[0] = u[3] + x4;
     f_v[1] = u[4] - x5;
@@ -1228,9 +1231,7 @@ static void evaluate_constraint_jacobians(disk_workspace *w, double t, const dou
     const double *qd = w->qd, *ud = w->ud;
     double *carried = w->carried;
     (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried;
-    const double x9 = sin(q[1]);
-    carried[9] = x9;
-    const double x10 = p[1]*x9;
+    const double x10 = p[1]*carried[9];
     carried[10] = x10;
     const double x11 = -p[1];
     carried[11] = x11;
@@ -3592,7 +3593,7 @@ int disk_state_derivative(double t, const double *q, const double *u, const doub
 int disk_constraint_residuals(double t, const double *q, const double *u, const double *p,
         double *f_c, double *f_v)
 {
-    double unused_f_c[NC + 1], unused_f_v[NV + 1], carried[9 + 1];
+    double unused_f_c[NC + 1], unused_f_v[NV + 1], carried[10 + 1];
     int status;
     if (!q || !u) return DISK_ERR_NULL_ARGUMENT;
     status = check_inputs(t, q, u, 0, p);

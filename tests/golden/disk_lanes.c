@@ -312,6 +312,8 @@ NOT_INLINED static void lane_evaluate_residuals(lanes *w)
         carried[7][k] = x7;
         const double x8 = u[1][k]*x7;
         carried[8][k] = x8;
+        const double x9 = math[1][k];
+        carried[9][k] = x9;
         w->f_c[0][k] = q[5][k] + x1;
         w->f_v[0][k] = u[3][k] + x4;
         w->f_v[1][k] = u[4][k] - x5;
@@ -330,9 +332,7 @@ NOT_INLINED static void lane_evaluate_constraint_jacobians(lanes *w)
     (void)t; (void)q; (void)u; (void)r; (void)p; (void)qd; (void)ud; (void)carried; (void)math;
     LANE_LOOP
     for (k = 0; k < W; k++) {
-        const double x9 = math[1][k];
-        carried[9][k] = x9;
-        const double x10 = p[1][k]*x9;
+        const double x10 = p[1][k]*carried[9][k];
         carried[10][k] = x10;
         const double x11 = -p[1][k];
         carried[11][k] = x11;
