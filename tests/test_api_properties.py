@@ -284,3 +284,21 @@ def test_batch_calls_equal_point_calls_or_raise_codegen_errors(disk, case):
         assert batch_part.shape[:len(shape)] == shape
         for index, value in expected.items():
             assert np.array_equal(batch_part[index], value[part]), (case["function"], index)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(1, 6), cols=st.integers(0, 5), dtype=st.sampled_from([np.intc, np.int64, np.int8]),
+       changed=st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 4))),
+       fortran=st.booleans(), data=st.data())
+def test_same_rows_is_the_elementwise_comparison(rows, cols, dtype, changed, fortran, data):
+    """results.same_rows (ranks and charts of a batch compared as 64-bit
+    words where a row is whole words) says what the elementwise comparison says."""
+    from codegen.runtime.results import same_rows
+    row = np.array(data.draw(st.lists(st.integers(-1, 60), min_size=cols, max_size=cols)), dtype=dtype)
+    a = np.tile(row, (rows, 1))
+    if changed is not None and cols:
+        i, j = changed[0] % rows, changed[1] % cols
+        a[i, j] += 1
+    if fortran:
+        a = np.asfortranarray(a)
+    assert same_rows(a) == bool((a == a[0]).all())

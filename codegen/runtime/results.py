@@ -16,6 +16,17 @@ import numpy as np
 from .arguments import batch_index
 
 
+def same_rows(a):
+    """Whether every row of the 2-d array ``a`` (at least one row) equals its
+    first: as 64-bit words where a row is a whole number of them (a batch's
+    ranks or charts, rows of 32-bit integers: a tenth of the time of an
+    elementwise comparison, 4 against 54 us for 10^4 points' ranks)."""
+    if a.shape[1] and a.flags.c_contiguous and a.shape[1] * a.itemsize % 8 == 0:
+        words = a.view(np.int64)
+        return bool((words == words[0]).all())
+    return bool((a == a[0]).all())
+
+
 def per_point(values, shape):
     """Per-point integers (e.g. ranks): a Python int when every point has the
     same value, else an int array of the batch shape."""
@@ -202,7 +213,7 @@ class LocalLinearization:
         the (n, nc + nv) singular values, called when they are asked for)."""
         nq, nu, nr, ns = model.nq, model.nu, model.nr, model.nq + model.nu
         n = math.prod(shape)
-        uniform = n == 0 or bool(np.all(ranks == ranks[0]))
+        uniform = n == 0 or same_rows(ranks)
         if uniform:      # the common case, and every single point: no padding
             pairs = [(0, 0) if n == 0 else (int(ranks[0, 0]), int(ranks[0, 1]))]
         else:
@@ -340,7 +351,7 @@ def chart_names(model, charts, shape):
     if n == 1:              # one point (a single call): its chart's names formed once per model
         return dict(info, **per_model(model, "_chart_names", tuple(charts[0].tolist()),
                                       lambda: _point_chart(model, charts[0].tolist())))
-    if n and (charts.size == 0 or charts.min() >= 0 and (charts == charts[0]).all()):
+    if n and (charts.size == 0 or charts.min() >= 0 and same_rows(charts)):
         return dict(info, **_point_chart(model, charts[0].tolist()))
     if n and (charts < 0).any(axis=1).all():
         return dict(info, chart="null space", dependent_q=None, dependent_u=None)
