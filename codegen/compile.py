@@ -92,8 +92,9 @@ def wrapper_optimization_flags():
 
 def dense_defines(name):
     """-D flags of the model's C in the Python module: the LU kernels of the
-    looped stages also compiled for x86-64-v4 and AVX2 (templates/helpers.c,
-    DENSE_CLONES; the same bits). The exported C for a controller leaves them out by default."""
+    looped stages also compiled for AVX2, and for x86-64-v4 where the
+    linearization's fast path is looped (templates/helpers.c, DENSE_CLONES;
+    the same bits). The exported C for a controller leaves them out by default."""
     return [f"-D{name.upper()}_DENSE_CLONES"]
 
 

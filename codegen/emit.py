@@ -904,6 +904,9 @@ def emit(derivation, progress=None, straight_line_limit=None):
                     if name not in GENERATION_THRESHOLDS],
         run_time_sizes=RUN_TIME_SIZES,
         helpers_c=(template_dir() / "helpers.c").read_text(),
+        # the linearization's fast path runs the dense kernels (a large model):
+        # they are also compiled for x86-64-v4 (templates/helpers.c)
+        wide_clones="solution" not in straight.sections,
         # the banded factorizations: (name, band, its size, row and column
         # reorderings as interchanges); their helpers only where there are some
         bands=[(name, band, _array_size((factors_by_name[name].matrix.row_count, ("one",)), NAME),

@@ -23,19 +23,22 @@
 /* With DENSE_CLONES defined (the model's <NAME>_DENSE_CLONES: the Python
    module's build defines it), the LU factorizations and solves are compiled
    several times where the compiler and the C library can choose between them
-   at load time (target_clones, an ifunc of glibc on x86-64): for x86-64-v4
-   (AVX-512: 8 doubles a vector instruction; GCC 11 or later, clang), for AVX2
-   (four) and for the baseline; otherwise once, for the baseline, and the
-   object needs nothing but libm (an embedded build). The same operations in
-   the same order in every clone, so the same bits: no fused multiply-add
-   (GCC contracts none in ISO C, -std=c99: the x86-64-v4 clone only there;
-   clang is told so below, as it would contract in that clone). */
+   at load time (target_clones, an ifunc of glibc on x86-64): for AVX2 (four
+   doubles a vector instruction) and for the baseline, and with
+   DENSE_CLONES_WIDE (a model whose linearization runs them on its fast path:
+   a large one; a third copy costs a small model's compile 0.3 s) for
+   x86-64-v4 (AVX-512: eight; GCC 11 or later, clang) too; otherwise once,
+   for the baseline, and the object needs nothing but libm (an embedded
+   build). The same operations in the same order in every clone, so the same
+   bits: no fused multiply-add (GCC contracts none in ISO C, -std=c99: the
+   x86-64-v4 clone only there; clang is told so below, as it would contract
+   in that clone). */
 #if defined(DENSE_CLONES) && defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#if defined(__clang__)
+#if defined(DENSE_CLONES_WIDE) && defined(__clang__)
 #pragma clang fp contract(off)
 #define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#elif __GNUC__ >= 11 && defined(__STRICT_ANSI__)
+#elif defined(DENSE_CLONES_WIDE) && __GNUC__ >= 11 && defined(__STRICT_ANSI__)
 #define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))

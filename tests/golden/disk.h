@@ -930,11 +930,10 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  *
  * Large models spend their time in the LU factorizations and solves of the
  * looped stages: compiled with -DDISK_DENSE_CLONES (as the Python module
- * is), disk.c carries them for x86-64-v4 (AVX-512; clang, or GCC 11 or
- * later in ISO C), for AVX2 and for the baseline, and glibc picks one at load
- * time (GCC/Clang target_clones on x86-64; elsewhere the macro changes
- * nothing). The same results, bit for bit (no clone fuses a multiply and an
- * add); the object then needs libgcc's CPU check besides libm.
+ * is), disk.c carries them for AVX2 * and for the baseline, and glibc picks one at load time (GCC/Clang
+ * target_clones on x86-64; elsewhere the macro changes nothing). The same
+ * results, bit for bit (no clone fuses a multiply and an add); the object
+ * then needs libgcc's CPU check besides libm.
  */
 #define DISK_LANE_DOUBLES 907   /* the lane code's doubles per lane */
 /* The workspace of every batch function (one per thread): the one-point
