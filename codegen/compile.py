@@ -102,11 +102,8 @@ def dense_defines(name):
 # loops vector instructions while keeping every lane's result the scalar
 # code's, bit for bit: no contraction into fused multiply-adds, no
 # reassociation (no -ffast-math); -fno-math-errno lets sqrt be an instruction
-# (errno only: the same values); -fno-trapping-math lets the compiler assume
-# no floating-point trap is observed (the exception flags only: the same
-# values, NaN compares as before; the bicycle's lane batch 4.5 % faster on
-# Zen 5, the disk's unchanged).
-LANE_FLAGS = ["-O3", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"]
+# (errno only: the same values).
+LANE_FLAGS = ["-O3", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno"]
 # GCC's limit of memory references of a loop it vectorizes is below the
 # largest evaluation parts (the bicycle's Jacobians): raised where the
 # compiler takes it. No memset calls for runs of zeros a stage stores (the

@@ -916,8 +916,7 @@ void disk_partition_condition(disk_workspace *work, int estimate, double *condit
  *
  * A controller build: compile disk.c with -DDISK_LANES_KERNELS and link
  * disk_lanes.c compiled with -DDISK_LANES_SIMD -O3 -fopenmp-simd
- * -ffp-contract=off -fno-math-errno -fno-trapping-math and the target's flags
- * (add -mtune=native for the building CPU), e.g.
+ * -ffp-contract=off -fno-math-errno and the target's flags, e.g.
  *     -march=x86-64-v4 -mprefer-vector-width=512   (AVX-512; DISK_LANES 8)
  *     -march=x86-64-v3                             (AVX2; -DDISK_LANES=4 everywhere)
  * and disk.c with -DDISK_LANES_ISA=4 (or 3), so that it checks the CPU
