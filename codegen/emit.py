@@ -284,16 +284,14 @@ class StageEmitter:
                 expr = self.temporary_expr[s]
                 if not isinstance(expr, (sm.sin, sm.cos)):
                     continue
-                partner = (sm.cos if isinstance(expr, sm.sin) else sm.sin, expr.args[0])
-                earlier = first.get(partner)
-                if earlier is not None and earlier < k and (type(expr), expr.args[0]) not in first:
+                # (CSE: each sine or cosine is one temporary, new in one part)
+                earlier = first.get((sm.cos if isinstance(expr, sm.sin) else sm.sin, expr.args[0]), k)
+                if earlier < k:
                     stage["new"].remove(s)
                     stage["loads"] = sorted(stage["loads"] + [s], key=self.position.get)
                     stages[earlier]["new"] = sorted(stages[earlier]["new"] + [s], key=self.position.get)
                     defined_in[s] = earlier
-                    first[(type(expr), expr.args[0])] = earlier
-                else:
-                    first.setdefault((type(expr), expr.args[0]), k)
+                first[(type(expr), expr.args[0])] = earlier
 
     def _part_temporaries(self, entries, defined_in, part):
         """The temporaries a part (its ``entries``) computes, in order, and

@@ -35,10 +35,10 @@
    in that clone). */
 #if defined(DENSE_CLONES) && defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#if defined(DENSE_CLONES_WIDE) && defined(__clang__)
+#if defined(DENSE_CLONES_WIDE) && (defined(__clang__) || (__GNUC__ >= 11 && defined(__STRICT_ANSI__)))
+#if defined(__clang__)
 #pragma clang fp contract(off)
-#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#elif defined(DENSE_CLONES_WIDE) && __GNUC__ >= 11 && defined(__STRICT_ANSI__)
+#endif
 #define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))

@@ -158,10 +158,10 @@ static const int zeros_A_uu[18] = { 0, 1, 2, 11, 14, 4, 21, 9, 33, 3, 39, 1, 43,
    in that clone). */
 #if defined(DENSE_CLONES) && defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#if defined(DENSE_CLONES_WIDE) && defined(__clang__)
+#if defined(DENSE_CLONES_WIDE) && (defined(__clang__) || (__GNUC__ >= 11 && defined(__STRICT_ANSI__)))
+#if defined(__clang__)
 #pragma clang fp contract(off)
-#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#elif defined(DENSE_CLONES_WIDE) && __GNUC__ >= 11 && defined(__STRICT_ANSI__)
+#endif
 #define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
