@@ -17,6 +17,7 @@ vocabulary); this module only hands them data.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,7 +307,7 @@ class StageEmitter:
         defined_in.update({x: part for x in new})
         return new, loads
 
-    def tangent_statements(self, parts, active, names, carried_slots, hoist=True):
+    def tangent_statements(self, parts, active, names, carried_slots, hoist=True, slot_of=None):
         """The tangent rendering of the evaluation (forward mode): for each
         part, in the order of :meth:`stage_statements`, the temporaries the
         derivatives need (computed again, or loaded from ``carried``), then
@@ -328,7 +329,13 @@ class StageEmitter:
         ``partials``, with the temporaries they need), and the tangents,
         computed once a direction, are sums of products of those with the
         seeds' tangents. ``hoist`` False (one direction: nothing to share)
-        leaves them inline, the temporaries in the tangents' function."""
+        leaves them inline, the temporaries in the tangents' function.
+
+        ``slot_of``: the ``partials`` of an earlier rendering of the same parts
+        with more symbols active (one list per part): this one's partials are
+        among those and read their slots (it computes none of its own). Each
+        part's ``reach`` counts, for each active symbol, the tangents and
+        entries whose value depends on it."""
         defined_in, result = {}, []
         # temporary -> the active symbols its tangent depends on (none: the
         # temporary is not active)
@@ -389,12 +396,15 @@ class StageEmitter:
                 tangent_of.update({x: f"d_{x}" for x in new})
 
                 slots, new_set = {}, set(new)
+                shared = None if slot_of is None else {code: slot for slot, code in slot_of[k]}
 
                 def factor(partial):
                     # a number or a loaded value inline, else its slot of coef
                     code = printer.doprint(partial)
                     if not hoist or partial.is_Number or partial.is_Symbol and partial not in new_set:
                         return f"({code})"
+                    if shared is not None:
+                        return f"coef[{shared[code]}]"
                     if code not in slots:
                         slots[code] = coefficients + len(slots)
                     return f"coef[{slots[code]}]"
@@ -407,12 +417,17 @@ class StageEmitter:
                 entry_text = [(block, index, text(found))
                               for (block, index, _), found in zip(entries, entry_derivatives)]
                 read = {s for found in [derivatives[x] for x in needed] + entry_derivatives for s, _ in found}
+                reach = Counter()
+                for x in needed:
+                    reach.update(roots[x])
+                for found in entry_derivatives:
+                    reach.update(frozenset().union(*(roots.get(s, {s}) for s, _ in found)))
                 result.append(dict(
                     name=stage,
                     temporaries=[(str(x), printer.doprint(self.temporary_expr[x])) for x in new if x in values],
                     partials=[(slot, code) for code, slot in slots.items()], hoisted=hoist,
                     tangents=tangents, entries=entry_text,
-                    seeds=frozenset().union(*(roots.get(s, {s}) for s in read))))
+                    seeds=frozenset().union(*(roots.get(s, {s}) for s in read)), reach=reach))
                 coefficients += len(slots)
                 printer.names.update({x: str(x) for x in loads})
         finally:
@@ -664,10 +679,7 @@ def _tangent_evaluation(emitter, parts, d, progress):
     held."""
     say = progress or (lambda message: None)
     say(f"tangents of the blocks for {len(d.sensitivity_indices)} parameter sensitivities")
-    names = {}
-    for label, symbols in (("d_q", d.q), ("d_u", d.u), ("d_qd", d.qd), ("d_ud", d.ud + d.lam)):
-        names.update({symbol: f"{label}[{i}]" for i, symbol in enumerate(symbols)})
-    names.update({d.p[k]: f"d_p[{k}]" for k in d.sensitivity_indices})
+    names = _tangent_names(d)
     tangents = emitter.tangent_statements([(name, entries) for name, _, entries in parts], set(names),
                                           names, emitter.carried_slots,
                                           hoist=len(d.sensitivity_indices) > 1)
@@ -681,16 +693,90 @@ def _tangent_evaluation(emitter, parts, d, progress):
     # evaluating (templates/model.c.jinja): the parameters of the dynamics
     # alone (masses, inertias, dampers) skip the kinematics' tangents and
     # every part they do not enter.
+    return _by_stage(parts, tangents, _direction_seeds(d, parts, tangents))
+
+
+def _tangent_names(d):
+    """Each seed symbol -> the C of its tangent."""
+    names = {}
+    for label, symbols in (("d_q", d.q), ("d_u", d.u), ("d_qd", d.qd), ("d_ud", d.ud + d.lam)):
+        names.update({symbol: f"{label}[{i}]" for i, symbol in enumerate(symbols)})
+    names.update({d.p[k]: f"d_p[{k}]" for k in d.sensitivity_indices})
+    return names
+
+
+def _direction_seeds(d, parts, tangents):
+    """The symbols whose tangents can be other than zero in each parameter
+    direction of the sensitivities (see _tangent_evaluation), from a tangent
+    rendering of the parts with every seed active."""
     parameters = [d.p[k] for k in d.sensitivity_indices]
     rates, moving = set(d.ud) | set(d.lam), set(d.q) | set(d.u) | set(d.qd)
     kinematic = [any(p in part["seeds"] for (_, stage, _), part in zip(parts, tangents)
                      if stage in KINEMATIC_STAGES) for p in parameters]
+    return [{p} | rates | (moving if kinematic[j] else set()) for j, p in enumerate(parameters)]
+
+
+def _by_stage(parts, tangents, seeds):
+    """The parts' tangent renderings by stage, each with the directions it
+    enters (``active``: 1 where the direction's seeds reach its tangents)."""
     grouped = {}
     for (_, stage, _), part in zip(parts, tangents):
-        part["active"] = [int(bool(part["seeds"] & ({p} | rates | (moving if kinematic[j] else set()))))
-                          for j, p in enumerate(parameters)]
+        part["active"] = [int(bool(part["seeds"] & entered)) for entered in seeds]
         grouped.setdefault(stage, []).append(part)
     return grouped
+
+
+# The parameter directions the lane code takes together (a multiple of every
+# lane width, codegen.compile.LANE_TARGETS): its tangents of the blocks are
+# rendered once a group, with only the seeds of the group's directions active.
+DIRECTION_GROUP = 8
+
+
+def _direction_groups(emitter, parts, d, tangent_evaluation, progress):
+    """The sensitivities' directions in groups of DIRECTION_GROUP for the
+    direction lanes, each with its own tangent rendering of the blocks
+    (stage -> parts, as _tangent_evaluation's): [(directions, rendering)].
+
+    A lane computes what any direction of its block needs: rendered once for
+    every direction, a mass's lane would compute the kinematics' tangents
+    and every other parameter's (on the bicycle, about 14,000 operations in
+    each of the 21 directions of its dynamics alone, where its own are 100 to
+    2,000). Rendered for its group, with the other parameters' tangents and,
+    where no direction of the group enters the constraints or the kinematic
+    equations, the coordinates', speeds' and rates' held at zero, a lane
+    computes the group's own. The directions whose parameters enter the
+    constraints or the kinematic equations come first (every seed active),
+    the others after them by how many tangents they reach. The terms left
+    out are exact zeros (x + 0 * y is x for finite y; a signed zero may
+    differ) and the partials are the full rendering's (its slots of coef)."""
+    say = progress or (lambda message: None)
+    flat = [part for group in tangent_evaluation.values() for part in group]
+    tangents = [(name, entries) for name, _, entries in parts]
+    seeds = _direction_seeds(d, parts, flat)
+    moving = set(d.q) | set(d.u) | set(d.qd)
+    # the lanes run on the fast path only, the default partition's: there the
+    # independent coordinates and speeds are held in every direction
+    # (procedure.TANGENT_SEEDS writes the dependent rows of d_q, d_u alone)
+    held = {d.q[i] for i in d.independent_q} | {d.u[i] for i in d.independent_u}
+    seeds = [entered - held for entered in seeds]
+    parameters = [d.p[k] for k in d.sensitivity_indices]
+    reach = [sum(part["reach"].get(p, 0) for part in flat) for p in parameters]
+    kinematic = [j for j, entered in enumerate(seeds) if entered & moving]
+    others = sorted((j for j in range(len(seeds)) if j not in kinematic), key=lambda j: (-reach[j], j))
+    order = kinematic + others
+    groups = [order[start:start + DIRECTION_GROUP] for start in range(0, len(order), DIRECTION_GROUP)]
+    every = set(_tangent_names(d))
+    result = []
+    for group in groups:
+        active = set().union(*(seeds[j] for j in group))
+        if active == every:
+            result.append((group, tangent_evaluation))
+            continue
+        say(f"tangents of the blocks for directions {', '.join(str(parameters[j]) for j in group)}")
+        rendering = emitter.tangent_statements(tangents, active, _tangent_names(d), emitter.carried_slots,
+                                               hoist=True, slot_of=[part["partials"] for part in flat])
+        result.append((group, _by_stage(parts, rendering, seeds)))
+    return result
 
 
 # the extended fast path, for the outputs and the sensitivities: the partition
@@ -841,7 +927,8 @@ def emit(derivation, progress=None, straight_line_limit=None):
             array_family[array] = "sensitivity"
     family_arrays["sensitivity"] = [array for array in ARRAYS if array_family.get(array) == "sensitivity"]
     # the sensitivities' tangents for W parameter directions at once, in the lane code
-    directions, directions_why = (direction_lane_code(tangent_evaluation, extended.sections,
+    directions, directions_why = (direction_lane_code(lambda: _direction_groups(emitter, parts, d, tangent_evaluation,
+                                                                                 progress), extended.sections,
                                                       family_arrays["sensitivity"], d.name.upper(),
                                                       sizes["nsens"])
                                   if lanes and extended and sizes["nsens"] else (None, "no lane code"))

@@ -442,9 +442,12 @@ def lane_doubles(code, sizes, carried_count):
 # tangents of W directions run at once: every tangent array is W values, one
 # per direction (dl->d_M_uu[17][k]: entry 17 of direction k), the primal's are
 # read as they are, and each part or stage is one loop over the directions.
-# The same operations in the same order as the scalar code of one direction:
-# the same bits (a part a direction does not enter stores the zeros the
-# scalar code stores).
+# The directions run in groups (codegen.emit._direction_groups), the blocks'
+# tangents rendered once a group with only the seeds its directions have;
+# the tangent stages are shared. Otherwise the same operations in the same
+# order as the scalar code of one direction: the same values (a part a
+# direction does not enter stores the zeros the scalar code stores; a term
+# left out is an exact zero, so only a zero's sign may differ).
 
 # One direction's steps, in order (the scalar loop's and the lanes'): the
 # blocks' tangents of an evaluation stage, or a tangent stage of the
@@ -463,11 +466,75 @@ _TANGENT_ENTRY = re.compile(r"\b(d_\w+)\[(\d+)\]")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 
 
-def direction_lane_code(tangent_evaluation, extended_sections, tangent_arrays, name_prefix, nsens):
+def _zero(value):
+    return isinstance(value, float) and value == 0.0
+
+
+def fold_zeros(operations, zeros):
+    """A tangent stage's straight-line operations where the per-direction
+    entries and carried slots ``zeros`` ((array, index)) hold exact zeros in
+    every direction of a group: each definition they make zero, or a copy of
+    an operand, is left out and its uses read 0.0 or that operand (as
+    codegen.straight_line.Trace folds its constants), then every definition
+    nothing reads any more. Returns the operations and the zeros after them
+    (the entries and slots they store zeros into). The values are the
+    unfolded operations', a zero's sign aside (x + 0 * y is x for finite y)."""
+    zeros = set(zeros)
+    alias = {}
+    folded = []
+
+    def value(v):
+        if getattr(v, "kind", None) == "temp":
+            return alias.get(v, v)
+        if getattr(v, "kind", None) == "element" and (v.array, v.index) in zeros:
+            return 0.0
+        return v
+
+    for o in operations:
+        if o.op == "store":
+            stored = value(o.value)
+            (zeros.add if _zero(stored) else zeros.discard)((o.array, o.index))
+            folded.append(o if stored is o.value else replace(o, value=stored))
+            continue
+        if o.op != "define":
+            folded.append(o)
+            continue
+        args = tuple(value(a) for a in o.args)
+        zero = [_zero(a) for a in args]
+        same = None   # the value the definition is (None: it stays)
+        if o.expr in ("neg", "mul") and any(zero):
+            same = 0.0
+        elif o.expr in ("sub", "add") and zero[1]:
+            same = args[0]
+        elif o.expr == "add" and zero[0]:
+            same = args[1]
+        elif o.expr in ("sub_mul", "add_mul") and (zero[1] or zero[2]):
+            same = args[0]
+        elif o.expr == "add_mul" and zero[0]:
+            o, args = replace(o, expr="mul"), args[1:]
+        if same is not None:
+            alias[o.name] = same
+            continue
+        folded.append(o if args == o.args and all(a is b for a, b in zip(args, o.args)) else
+                      replace(o, args=args))
+    # the definitions something still reads
+    read, kept = set(), []
+    for o in reversed(folded):
+        if o.op == "define" and o.name not in read:
+            continue
+        read.update(v for v in (*o.args, o.value) if getattr(v, "kind", None) == "temp")
+        kept.append(o)
+    return kept[::-1], zeros
+
+
+def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_prefix, nsens):
     """The direction-lane rendering of the sensitivities' fast path, or
-    ``(None, why)``. ``tangent_arrays``: the sensitivity workspace's arrays
-    (one per direction here); ``extended_sections``: the extended fast path's
-    straight-line operations (stage -> operations)."""
+    ``(None, why)``. ``render_groups``: called once, the directions in
+    groups, each with the tangent rendering of the blocks its lanes run
+    ([(directions, stage -> parts)], codegen.emit._direction_groups);
+    ``tangent_arrays``: the sensitivity workspace's arrays (one per direction
+    here); ``extended_sections``: the extended fast path's straight-line
+    operations (stage -> operations)."""
     if nsens < 2:
         return None, "one parameter direction"
     missing = [stage for stage in TANGENT_SECTIONS if stage not in extended_sections]
@@ -496,32 +563,52 @@ def direction_lane_code(tangent_evaluation, extended_sections, tangent_arrays, n
     def per_direction(expr):
         return _TANGENT_ENTRY.sub(r"\1[\2][k]", expr)
 
-    parts = {}
-    for stage, group in tangent_evaluation.items():
-        if stage == "outputs" and "tangent_outputs" not in sections:
-            continue
-        rendered = []
-        for part in group:
-            if not part["hoisted"]:
-                return None, f"{part['name']}: its partials are not computed once a point"
-            exprs = [expr for _, expr, _ in part["tangents"]] + [expr for _, _, expr in part["entries"]]
-            calls = sorted({c for expr in exprs for c in _CALL.findall(expr)})
-            if calls:
-                return None, f"{part['name']}: its tangents call {calls[0]}"
-            used |= {f"d_{block}" for block, _, _ in part["entries"]}
-            active = part["active"]
-            rendered.append(dict(
-                name=part["name"], active=active,
-                mode="all" if all(active) else "none" if not any(active) else "mixed",
-                tangents=[(dx, per_direction(expr), slot) for dx, expr, slot in part["tangents"]],
-                entries=[(block, index, per_direction(expr)) for block, index, expr in part["entries"]]))
-        parts[stage] = rendered
+    groups = []
+    for number, (members, tangent_evaluation) in enumerate(render_groups()):
+        parts = {}
+        for stage, group in tangent_evaluation.items():
+            if stage == "outputs" and "tangent_outputs" not in sections:
+                continue
+            rendered = []
+            for part in group:
+                if not part["hoisted"]:
+                    return None, f"{part['name']}: its partials are not computed once a point"
+                exprs = [expr for _, expr, _ in part["tangents"]] + [expr for _, _, expr in part["entries"]]
+                calls = sorted({c for expr in exprs for c in _CALL.findall(expr)})
+                if calls:
+                    return None, f"{part['name']}: its tangents call {calls[0]}"
+                used |= {f"d_{block}" for block, _, _ in part["entries"]}
+                # the group's directions it enters (the table is indexed by direction)
+                active = [a if j in members else 0 for j, a in enumerate(part["active"])]
+                entered = [part["active"][j] for j in members]
+                rendered.append(dict(
+                    name=part["name"], active=active,
+                    mode="all" if all(entered) else "none" if not any(entered) else "mixed",
+                    tangents=[(dx, per_direction(expr), slot) for dx, expr, slot in part["tangents"]],
+                    entries=[(block, index, per_direction(expr)) for block, index, expr in part["entries"]]))
+            parts[stage] = rendered
+        # the tangent stages with the group's zeros folded in (the blocks'
+        # entries its tangents of the blocks write as zeros), where that
+        # leaves something out: the group's own function of that stage
+        zeros, own = set(), {}
+        for step in TANGENT_ORDER + ("outputs", "tangent_outputs"):
+            if step in sections:
+                ops, zeros = fold_zeros(sections[step], zeros)
+                if ops != sections[step]:
+                    own[step] = ops
+            for part in parts.get(step, ()):
+                for block, index, expr in part["entries"]:
+                    (zeros.add if part["mode"] == "none" or expr == "0.0" else zeros.discard)(
+                        (f"d_{block}", index))
+        groups.append(dict(number=number, directions=list(members), parts=parts, sections=own,
+                           prefix=f"g{number}_" if number else ""))
     unknown = sorted(used - set(tangent_arrays) - {"d_carried"})
     if unknown:
         return None, f"{unknown[0]} is not a tangent array"
     arrays = [(name, _size(ARRAYS[name], name_prefix)) for name in ARRAYS if name in used]
-    # the directions in an order that keeps those entering the same parts together
-    signature = [tuple(part["active"][j] for group in parts.values() for part in group) for j in range(nsens)]
-    order = sorted(range(nsens), key=lambda j: (tuple(-a for a in signature[j]), j))
-    return dict(parts=parts, sections=sections, carried=carried, arrays=arrays, order=order,
-                per_direction={name for name, _ in arrays}), None
+    order = [j for group in groups for j in group["directions"]]
+    starts = [0]
+    for group in groups:
+        starts.append(starts[-1] + len(group["directions"]))
+    return dict(groups=groups, sections=sections, carried=carried, arrays=arrays, order=order,
+                starts=starts, per_direction={name for name, _ in arrays}), None

@@ -303,6 +303,63 @@ def test_direction_lanes_give_the_scalar_codes_bits(disk_sensitive, build_dir, m
         assert len(q) >= 6
 
 
+def test_direction_groups_give_the_scalar_codes_bits(tmp_path, monkeypatch):
+    """The lane code renders the blocks' tangents once a group of directions
+    (codegen.emit._direction_groups), with only that group's seeds: in
+    groups of two, the four-bar's seven directions (its link length enters
+    the loop's constraints, the others its dynamics alone) and the outputs
+    pendulum's run in four and in two groups, and the results equal the
+    scalar code's (CODEGEN_LANES=off) value for value at moving points. A
+    group of the dynamics' parameters alone reads no tangent of a
+    coordinate, speed or coordinate rate."""
+    import codegen.emit
+    from codegen import compile as compile_stage
+    if compile_stage.lane_target().name == "off":
+        pytest.skip("no lane code on this machine (CODEGEN_LANES=off)")
+    monkeypatch.setattr(codegen.emit, "DIRECTION_GROUP", 2)
+    models = {"fourbar": fourbar.make_model(1).with_sensitivities("all", name="fourbar_in_groups"),
+              "outputs": pendulum_model(pendulum_outputs, name="pendulum_in_groups").with_sensitivities("all")}
+    lanes = {name: codegen.build(model, output_dir=tmp_path / "lanes") for name, model in models.items()}
+    with monkeypatch.context() as off:
+        off.setenv("CODEGEN_LANES", "off")
+        scalar = {name: codegen.build(model, output_dir=tmp_path / "scalar") for name, model in models.items()}
+    source = (Path(lanes["fourbar"].__file__).parent / "fourbar_in_groups_lanes.c").read_text()
+    groups = re.findall(r"/\* group (\d+): the directions ([\d, ]+) \*/", source)
+    assert [number for number, _ in groups] == ["0", "1", "2", "3"]
+    names = lanes["fourbar"].sensitivity_names
+    first = [names[int(j)] for j in groups[0][1].split(", ")]
+    assert first[0] == "l"
+    # the dynamics' groups: their tangent functions read no d_q, d_u, d_qd
+    for number, _ in groups[1:]:
+        body = source.split(f"/* group {number}:")[1].split("/* group")[0].split("/*\n * The tangent stages'")[0]
+        assert "d_carried" in body or "d_p[" in body
+        assert not re.search(r"\bd_(q|u|qd)\[\d+\]\[k\]", body), number
+    params = dict(zip(lanes["fourbar"].p_names, lanes["fourbar"].default_parameters))
+    points = {"fourbar": [], "outputs": []}
+    for phi in np.linspace(0.05, 2 * np.pi - 0.05, 11):
+        try:
+            points["fourbar"].append(tuple(np.array(v) for v in fourbar.general(params, phi=phi, omega=0.9)[:2]))
+        except Exception:   # no assembly there
+            continue
+    length = lanes["outputs"].default_parameters[lanes["outputs"].p_names.index("L")]
+    points["outputs"] = [tuple(np.array(v) for v in lanes["outputs"].complete([side * length, length], [rate, 0.0]))
+                         for side, rate in ((0.4, 0.7), (-0.6, 2.0), (0.5, 0.0))]
+    compared = 0
+    for name, module in lanes.items():
+        fields = ("dA", "dB") + (("dC", "dD") if name == "outputs" else ())
+        r = [0.6] if module.nr else None
+        for q, u in points[name]:
+            try:
+                expected = scalar[name].sensitivities(q, u, r, steady_tol=None, tol=1e-6)
+            except codegen.errors.EvaluationError:
+                continue
+            got = module.sensitivities(q, u, r, steady_tol=None, tol=1e-6)
+            for field in fields:
+                np.testing.assert_array_equal(getattr(got, field), getattr(expected, field), err_msg=f"{name} {field}")
+            compared += 1
+    assert compared >= 8
+
+
 def test_the_outputs_fast_path_agrees_with_the_general_path(build_dir):
     """The outputs' C, D and their tangents by the extended straight-line
     path against the looped one (the same partition, given explicitly)."""
@@ -541,22 +598,32 @@ int main(int argc, char **argv)
 
 
 @pytest.mark.parametrize("checker", ["sanitizers", "valgrind"])
-@pytest.mark.parametrize("lanes", [False, True], ids=["scalar", "direction_lanes"])
-def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_dir, tmp_path, checker, lanes):
+@pytest.mark.parametrize("lanes", [False, True, "groups"], ids=["scalar", "direction_lanes", "direction_groups"])
+def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_dir, tmp_path, checker, lanes,
+                                                           monkeypatch):
     """<name>_sensitivities from C on a fresh, uninitialized workspace: no
     memory error, no undefined behaviour, no read of an unwritten value, and
     the module's numbers bit for bit (the same C, the same flags but the
     checks'); without the lane code, and with it (the directions four at a
-    time: the disk's three in one block, one lane a copy)."""
+    time: the disk's three in one block, one lane a copy; or, rendered in
+    groups of two, two blocks of the groups' own code)."""
     import os
     import shutil
     import subprocess
     from pathlib import Path
 
+    import codegen.emit
+
     if checker == "valgrind" and shutil.which("valgrind") is None:
         pytest.skip("valgrind not installed")
+    folder = Path(build_dir) / disk_sensitive.name
+    if lanes == "groups":
+        monkeypatch.setattr(codegen.emit, "DIRECTION_GROUP", 2)
+        model = disk_models.make_model().with_sensitivities("all", name="disk_in_groups")
+        disk_sensitive = codegen.build(model, output_dir=tmp_path / "build")
+        folder = tmp_path / "build" / disk_sensitive.name
+        assert "/* group 1: the directions" in (folder / "disk_in_groups_lanes.c").read_text()
     name = disk_sensitive.name
-    folder = Path(build_dir) / name
     source = tmp_path / "driver.c"
     source.write_text(SENSITIVITY_DRIVER.replace("NAME_UPPER", name.upper()).replace("NAME", name))
     # Unoptimized under the sanitizers (they see every access as written; at
