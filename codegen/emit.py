@@ -17,8 +17,8 @@ vocabulary); this module only hands them data.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 

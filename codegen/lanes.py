@@ -443,8 +443,9 @@ def lane_doubles(code, sizes, carried_count):
 # per direction (dl->d_M_uu[17][k]: entry 17 of direction k), the primal's are
 # read as they are, and each part or stage is one loop over the directions.
 # The directions run in groups (codegen.emit._direction_groups), the blocks'
-# tangents rendered once a group with only the seeds its directions have;
-# the tangent stages are shared. Otherwise the same operations in the same
+# tangents rendered once a group with only the seeds its directions have,
+# and a tangent stage again for a group where the zeros of those tangents
+# leave terms out (fold_zeros). Otherwise the same operations in the same
 # order as the scalar code of one direction: the same values (a part a
 # direction does not enter stores the zeros the scalar code stores; a term
 # left out is an exact zero, so only a zero's sign may differ).

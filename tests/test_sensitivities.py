@@ -326,6 +326,9 @@ def test_direction_groups_give_the_scalar_codes_bits(tmp_path, monkeypatch):
     source = (Path(lanes["fourbar"].__file__).parent / "fourbar_in_groups_lanes.c").read_text()
     groups = re.findall(r"/\* group (\d+): the directions ([\d, ]+) \*/", source)
     assert [number for number, _ in groups] == ["0", "1", "2", "3"]
+    # the groups of the dynamics alone run tangent stages of their own (the
+    # constraints' tangents are zeros there: codegen.lanes.fold_zeros)
+    assert "/* group 1: the tangent stages without what is zero in its directions */" in source
     names = lanes["fourbar"].sensitivity_names
     first = [names[int(j)] for j in groups[0][1].split(", ")]
     assert first[0] == "l"
