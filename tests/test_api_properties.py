@@ -302,3 +302,18 @@ def test_same_rows_is_the_elementwise_comparison(rows, cols, dtype, changed, for
     if fortran:
         a = np.asfortranarray(a)
     assert same_rows(a) == bool((a == a[0]).all())
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(1, 7), cols=st.integers(0, 11), dtype=st.sampled_from([np.intc, np.int64, np.int8]),
+       fortran=st.booleans(), data=st.data())
+def test_flagged_rows_are_the_rows_with_a_flag(rows, cols, dtype, fortran, data):
+    """results.flagged_rows (a batch's steadiness flags, columns OR-ed as
+    64-bit words where a row is whole words) gives the rows any() finds."""
+    from codegen.runtime.results import flagged_rows
+    a = np.array(data.draw(st.lists(st.lists(st.sampled_from([0, 0, 0, 1, -1, 2 ** 6]), min_size=cols,
+                                             max_size=cols), min_size=rows, max_size=rows)),
+                 dtype=dtype).reshape(rows, cols)
+    if fortran:
+        a = np.asfortranarray(a)
+    np.testing.assert_array_equal(flagged_rows(a), np.flatnonzero(a.any(axis=1)))

@@ -446,10 +446,11 @@ def warn_not_steady(model, unsteady, batch, what, names_of):
         return
     where = ""
     if batch.shape:
-        if not unsteady.any():
+        from .results import flagged_rows   # here: results imports arguments, which imports this
+
+        points = flagged_rows(unsteady)   # the points with a flag
+        if not points.size:
             return
-        # the points with a flag (a product with ones: twice as fast as any(axis=1))
-        points = np.flatnonzero(unsteady @ np.ones(unsteady.shape[1], dtype=unsteady.dtype))
         index = int(points[0])
         where = (f" at {points.size} of {batch.size} points (first at batch index "
                  f"{batch_position(batch, index)})")
