@@ -611,5 +611,7 @@ def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_p
     starts = [0]
     for group in groups:
         starts.append(starts[-1] + len(group["directions"]))
-    return dict(groups=groups, sections=sections, carried=carried, arrays=arrays, order=order,
+    # the tangent stages some group runs as they are (the others its own)
+    shared = [stage for stage in sections if any(stage not in group["sections"] for group in groups)]
+    return dict(groups=groups, sections=sections, shared=shared, carried=carried, arrays=arrays, order=order,
                 starts=starts, per_direction={name for name, _ in arrays}), None

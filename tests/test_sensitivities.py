@@ -337,6 +337,20 @@ def test_direction_groups_give_the_scalar_codes_bits(tmp_path, monkeypatch):
         body = source.split(f"/* group {number}:")[1].split("/* group")[0].split("/*\n * The tangent stages'")[0]
         assert "d_carried" in body or "d_p[" in body
         assert not re.search(r"\bd_(q|u|qd)\[\d+\]\[k\]", body), number
+    # C99 without a warning (-O3 as the lanes are built: clang warns at -O1 that it
+    # cannot vectorize the omp simd loops), every group's functions used
+    import shutil
+    import subprocess
+    for name, module in lanes.items():
+        folder = Path(module.__file__).parent
+        upper = module.name.upper()
+        for compiler in [c for c in ("gcc", "clang") if shutil.which(c)]:
+            result = subprocess.run(
+                [compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O3", "-fopenmp-simd",
+                 f"-D{upper}_LANES=4", f"-D{upper}_LANES_KERNELS", f"-D{upper}_LANES_SIMD", "-c",
+                 str(folder / f"{module.name}_lanes.c"), "-o", str(tmp_path / f"{name}_{compiler}.o")],
+                capture_output=True, text=True)
+            assert result.returncode == 0 and result.stderr == "", (name, compiler, result.stderr)
     params = dict(zip(lanes["fourbar"].p_names, lanes["fourbar"].default_parameters))
     points = {"fourbar": [], "outputs": []}
     for phi in np.linspace(0.05, 2 * np.pi - 0.05, 11):
