@@ -765,16 +765,12 @@ def _direction_groups(emitter, parts, d, tangent_evaluation, progress):
     others = sorted((j for j in range(len(seeds)) if j not in kinematic), key=lambda j: (-reach[j], j))
     order = kinematic + others
     groups = [order[start:start + DIRECTION_GROUP] for start in range(0, len(order), DIRECTION_GROUP)]
-    every = set(_tangent_names(d))
-    result = []
+    names, slot_of, result = _tangent_names(d), [part["partials"] for part in flat], []
     for group in groups:
         active = set().union(*(seeds[j] for j in group))
-        if active == every:
-            result.append((group, tangent_evaluation))
-            continue
         say(f"tangents of the blocks for directions {', '.join(str(parameters[j]) for j in group)}")
-        rendering = emitter.tangent_statements(tangents, active, _tangent_names(d), emitter.carried_slots,
-                                               hoist=True, slot_of=[part["partials"] for part in flat])
+        rendering = emitter.tangent_statements(tangents, active, names, emitter.carried_slots, hoist=True,
+                                               slot_of=slot_of)
         result.append((group, _by_stage(parts, rendering, seeds)))
     return result
 

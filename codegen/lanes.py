@@ -37,6 +37,7 @@ import sympy as sm
 
 from .printer import ModelCodePrinter
 from .procedure import ARRAYS
+from .straight_line import Element, Temp, Trace
 
 # C math functions the compiler vectorizes itself, exactly (correctly rounded
 # IEEE operations): printed as they are.
@@ -467,63 +468,48 @@ _TANGENT_ENTRY = re.compile(r"\b(d_\w+)\[(\d+)\]")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 
 
-def _zero(value):
-    return isinstance(value, float) and value == 0.0
-
-
 def fold_zeros(operations, zeros):
     """A tangent stage's straight-line operations where the per-direction
     entries and carried slots ``zeros`` ((array, index)) hold exact zeros in
-    every direction of a group: each definition they make zero, or a copy of
-    an operand, is left out and its uses read 0.0 or that operand (as
-    codegen.straight_line.Trace folds its constants), then every definition
-    nothing reads any more. Returns the operations and the zeros after them
-    (the entries and slots they store zeros into). The values are the
-    unfolded operations', a zero's sign aside (x + 0 * y is x for finite y)."""
+    every direction of a group: the definitions replayed through
+    codegen.straight_line.Trace, whose rules fold the zeros (x + 0 * y is x,
+    0 * y is 0: a definition they make zero or a copy of an operand is left
+    out), then every definition nothing reads any more dropped. Returns the
+    operations (``operations`` itself where no zero is read) and the zeros
+    after them (the entries and slots they store zeros into). The values are
+    the unfolded operations', a zero's sign aside, where those are finite."""
     zeros = set(zeros)
-    alias = {}
-    folded = []
+    trace, value_of, folded = Trace(), {}, False
+    # new temporaries numbered after the stage's own
+    trace.count = 1 + max((o.name.index for o in operations if o.op == "define"), default=-1)
 
     def value(v):
-        if getattr(v, "kind", None) == "temp":
-            return alias.get(v, v)
-        if getattr(v, "kind", None) == "element" and (v.array, v.index) in zeros:
+        nonlocal folded
+        if isinstance(v, Temp):
+            return value_of[v]
+        if isinstance(v, Element) and (v.array, v.index) in zeros:
+            folded = True
             return 0.0
         return v
 
     for o in operations:
-        if o.op == "store":
+        if o.op == "define":
+            args = [value(a) for a in o.args]
+            value_of[o.name] = (trace.add_mul(args[0], 1.0, args[1]) if o.expr == "add"
+                                else getattr(trace, o.expr)(*args))
+        elif o.op == "store":
             stored = value(o.value)
-            (zeros.add if _zero(stored) else zeros.discard)((o.array, o.index))
-            folded.append(o if stored is o.value else replace(o, value=stored))
-            continue
-        if o.op != "define":
-            folded.append(o)
-            continue
-        args = tuple(value(a) for a in o.args)
-        zero = [_zero(a) for a in args]
-        same = None   # the value the definition is (None: it stays)
-        if o.expr in ("neg", "mul") and any(zero):
-            same = 0.0
-        elif o.expr in ("sub", "add") and zero[1]:
-            same = args[0]
-        elif o.expr == "add" and zero[0]:
-            same = args[1]
-        elif o.expr in ("sub_mul", "add_mul") and (zero[1] or zero[2]):
-            same = args[0]
-        elif o.expr == "add_mul" and zero[0]:
-            o, args = replace(o, expr="mul"), args[1:]
-        if same is not None:
-            alias[o.name] = same
-            continue
-        folded.append(o if args == o.args and all(a is b for a, b in zip(args, o.args)) else
-                      replace(o, args=args))
-    # the definitions something still reads
+            (zeros.add if isinstance(stored, float) and stored == 0.0 else zeros.discard)((o.array, o.index))
+            trace.record("store", array=o.array, index=o.index, value=stored, output=o.output)
+        else:           # a check or a comment: no value of the trace
+            trace.operations.append(o)
+    if not folded:
+        return operations, zeros
     read, kept = set(), []
-    for o in reversed(folded):
+    for o in reversed(trace.operations):
         if o.op == "define" and o.name not in read:
             continue
-        read.update(v for v in (*o.args, o.value) if getattr(v, "kind", None) == "temp")
+        read.update(o.uses())
         kept.append(o)
     return kept[::-1], zeros
 
@@ -595,7 +581,7 @@ def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_p
         for step in TANGENT_ORDER + ("outputs", "tangent_outputs"):
             if step in sections:
                 ops, zeros = fold_zeros(sections[step], zeros)
-                if ops != sections[step]:
+                if ops is not sections[step]:
                     own[step] = ops
             for part in parts.get(step, ()):
                 for block, index, expr in part["entries"]:
