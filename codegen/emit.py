@@ -34,8 +34,8 @@ from .entry_points import (FAMILIES, SIZE_NAMES, batch_signature, entry_doc, pyx
                            workspace_layout)
 from .differentiate import Differentiator
 from .errors import ModelError
-from .lanes import (KERNEL_OUTPUTS, LIBM_ARITIES, TANGENT_ORDER, direction_lane_code, kernel_signature,
-                    lane_code, lane_doubles, solves)
+from .lanes import (KERNEL_OUTPUTS, KERNEL_PARAMETERS, LIBM_ARITIES, TANGENT_ORDER, direction_lane_code,
+                    kernel_signature, lane_code, lane_doubles, point_lane_code, point_lane_doubles, solves)
 from .ordering import band_of, swaps
 from .printer import ModelCodePrinter, unprintable
 from .procedure import (ARRAYS, CALLER_ARRAYS, GENERATION_THRESHOLDS, INDEX_SETS, PRODUCT_KINDS,
@@ -395,7 +395,7 @@ class StageEmitter:
                 tangent_of.update({x: f"d_carried[{carried_slots[x]}]" for x in loads if roots[x]})
                 tangent_of.update({x: f"d_{x}" for x in new})
 
-                slots, new_set = {}, set(new)
+                slots, new_set, expressions = {}, set(new), {}
                 shared = None if slot_of is None else {code: slot for slot, code in slot_of[k]}
 
                 def factor(partial):
@@ -407,6 +407,7 @@ class StageEmitter:
                         return f"coef[{shared[code]}]"
                     if code not in slots:
                         slots[code] = coefficients + len(slots)
+                        expressions[code] = partial
                     return f"coef[{slots[code]}]"
 
                 def text(found):
@@ -426,6 +427,12 @@ class StageEmitter:
                     name=stage,
                     temporaries=[(str(x), printer.doprint(self.temporary_expr[x])) for x in new if x in values],
                     partials=[(slot, code) for code, slot in slots.items()], hoisted=hoist,
+                    # the same as SymPy expressions, for another printer (the point
+                    # lanes': codegen.lanes.point_lane_code), with the carried
+                    # temporaries the part loads (temporary -> slot)
+                    temporary_exprs=[(x, self.temporary_expr[x]) for x in new if x in values],
+                    partial_exprs=[(slot, expressions[code]) for code, slot in slots.items()],
+                    loads={x: carried_slots[x] for x in loads},
                     tangents=tangents, entries=entry_text,
                     seeds=frozenset().union(*(roots.get(s, {s}) for s in read)), reach=reach))
                 coefficients += len(slots)
@@ -765,7 +772,11 @@ def _direction_groups(emitter, parts, d, tangent_evaluation, progress):
     others = sorted((j for j in range(len(seeds)) if j not in kinematic), key=lambda j: (-reach[j], j))
     order = kinematic + others
     groups = [order[start:start + DIRECTION_GROUP] for start in range(0, len(order), DIRECTION_GROUP)]
-    names, slot_of, result = _tangent_names(d), [part["partials"] for part in flat], []
+    # the partials are the full rendering's where it computes them once a
+    # point (more than one direction); with one, the group's own
+    hoisted = all(part["hoisted"] for part in flat)
+    names, slot_of = _tangent_names(d), [part["partials"] for part in flat] if hoisted else None
+    result = []
     for group in groups:
         active = set().union(*(seeds[j] for j in group))
         say(f"tangents of the blocks for directions {', '.join(str(parameters[j]) for j in group)}")
@@ -842,6 +853,7 @@ def emit(derivation, progress=None, straight_line_limit=None):
     (default :data:`STRAIGHT_LINE_LIMIT`); larger ones are looped only."""
     d = derivation
     sizes = d.sizes
+    NAME = d.name.upper()
     kinematic_identity = d.kinematic_identity
     started = time.perf_counter()
     emitter = StageEmitter(derivation, progress, skip=["M_qq"] if kinematic_identity else [])
@@ -930,12 +942,18 @@ def emit(derivation, progress=None, straight_line_limit=None):
                                   if lanes and extended and sizes["nsens"] else (None, "no lane code"))
     if sizes["nsens"] > 1 and directions_why:
         say(f"sensitivities: one direction at a time ({directions_why})")
+    # batches of sensitivities: W points at once, a direction at a time (the same groups)
+    point_lanes, point_why = (point_lane_code(lanes, directions, tangent_evaluation, extended.sections, d, NAME)
+                              if directions else (None, directions_why))
+    if sizes["nsens"] and point_why:
+        say(f"sensitivities' batches: one point at a time ({point_why})")
+    if directions and not directions["one_point"]:
+        directions = None       # one direction: a point's call takes it alone
     if directions:
         # the doubles of one direction (its arrays, the evaluation's carried
         # tangents, the tangent stages' carried values, its flags)
         directions["doubles"] = " + ".join([f"({size})" for _, size in directions["arrays"]] + [
             f"{carried_by_evaluation} + 1", f"{len(directions['carried'])} + 1", "3"])
-    NAME = d.name.upper()
     factors_by_name = {step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)}
     all_steps = [step for stage in stages for step in _steps(stage.steps)]
     context = dict(
@@ -966,7 +984,9 @@ def emit(derivation, progress=None, straight_line_limit=None):
         renderings=renderings,
         factors={step.name: step for stage in stages for step in stage.steps if isinstance(step, Factor)},
         completion=completion_steps(stages),
-        carried_count=carried_by_evaluation + straight.carried_count,
+        # the lanes': the sensitivities' primal carries more (the extended fast path's)
+        carried_count=carried_by_evaluation + max(straight.carried_count,
+                                                  extended.carried_count if point_lanes else 0),
         # the workspace's: the sensitivities' fast path carries more
         workspace_carried_count=carried_by_evaluation + max(
             straight.carried_count, extended.carried_count if extended else 0),
@@ -1035,8 +1055,12 @@ def emit(derivation, progress=None, straight_line_limit=None):
         rates=[f"w->qd[{i}][k]" for i in straight.index["independent_q"]]
         + [f"w->ud[{i}][k]" for i in straight.index["independent_u"]],
         # doubles of one lane of the batch workspace (1: no lane code)
-        lane_doubles=lane_doubles(lanes, sizes, carried_by_evaluation + straight.carried_count)
-        if lanes else 1,
+        lane_doubles=lane_doubles(lanes, sizes, carried_by_evaluation + max(
+            straight.carried_count, extended.carried_count if point_lanes else 0)) if lanes else 1,
+        point_lanes=point_lanes,
+        kernel_parameters=KERNEL_PARAMETERS,
+        # doubles of one lane of the point lanes' tangents (0: none)
+        point_lane_doubles=point_lane_doubles(point_lanes, carried_by_evaluation) if point_lanes else "0",
         run_stages=[stage.name for stage in stages
                     if any(stage.name in entry.stages for entry in table.ENTRY_POINTS if entry.body == "stages")],
     )

@@ -281,7 +281,8 @@ ENTRY_POINTS = (
         family="sensitivity",
         stages=("residuals", "constraint_jacobians", "kinematic_rates", "dynamic_rates", "jacobians",
                 "partition", "solution", "outputs", "tangent_seeds", "tangent_kinematic_rates",
-                "tangent_dynamic_rates", "tangent_partition", "tangent_solution", "tangent_outputs")),
+                "tangent_dynamic_rates", "tangent_partition", "tangent_solution", "tangent_outputs"),
+        batch_c=()),
     EntryPoint(
         "nonfinite_blocks",
         """Which blocks of the equations hold NaN or Inf at (t, q, u, r, p),

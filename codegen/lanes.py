@@ -86,6 +86,9 @@ SECTION_OF = {"solution_reduced": "solution"}
 
 # the outputs of each kernel, copied out of the lanes of good points
 KERNEL_OUTPUTS = {"linearize": ("A", "B", "A_full", "B_full", "qd", "ud"),
+                  # the sensitivities' primal (point_lane_code): A and B, the
+                  # tangents after it
+                  "sensitivities_primal": ("A", "B"),
                   "linearize_reduced": ("A", "B", "qd", "ud"),
                   # and the partition's A, qd*, ud* where the caller computes the steadiness (NX > 64)
                   "linearize_local": ("A_local", "B_local", "T_local", "A", "qd", "ud"),
@@ -166,7 +169,7 @@ def kernel_signature(name, kernel):
     """The C prototype of a lane kernel (``<name>_lanes_<kernel>``): the
     block's inputs, the constraint tolerance (linearize), the outputs of the
     good points, linearize's steadiness, the good flags and the lanes' memory."""
-    steps = KERNELS[kernel]
+    steps = SENSITIVITY_PRIMAL if kernel == "sensitivities_primal" else KERNELS[kernel]
     outputs = "".join(f"double *{out}, " for out in KERNEL_OUTPUTS[kernel])
     options = (", double tol" if "constraints" in steps else "") + \
         (", double rank_tol, int width" if "local_chart" in steps else "")
@@ -281,6 +284,7 @@ class LaneCode:
     math: list = field(default_factory=list)
     vector_math: list = field(default_factory=list)
     math_statements: list = field(default_factory=list)   # see scalar_math_statements
+    hoisted: list = field(default_factory=list)           # the hoisted calls (SymPy), see hoisted_calls
 
 
 def lane_code(emitter, parts, straight, derivation, name_prefix):
@@ -328,7 +332,7 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
         if stage in evaluated:
             evaluation.setdefault(stage, []).append(part)
     statements = [part for (_, stage, _), part in zip(parts, statements) if stage in evaluated]
-    calling = re.compile(r"\blane_(?!(?:%s)\()\w+\(" % "|".join(NATIVE_FUNCTIONS))
+    calling = _LIBM_CALL
     for part in statements:
         # whether the part calls a math function lane by lane (see LANE_LOOP_CALLS)
         exprs = [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]]
@@ -391,7 +395,7 @@ def lane_code(emitter, parts, straight, derivation, name_prefix):
                 for expr in [e for _, e, _ in part["temporaries"]] + [e for _, _, e in part["entries"]])
     calls += len(math)
     vector = sorted({f for f, _, _ in math if f in VECTOR_MATH_FUNCTIONS})
-    return LaneCode(math=math, vector_math=vector, math_statements=math_statements,
+    return LaneCode(math=math, vector_math=vector, math_statements=math_statements, hoisted=hoisted,
                     numeric_operations=numeric, math_calls=calls, kernels=kernels, evaluation=evaluation,
                     sections=sections, arrays=arrays, functions=functions, placements=placements,
                     constants=constant_entries(kernels, sections)), None
@@ -514,6 +518,64 @@ def fold_zeros(operations, zeros):
     return kept[::-1], zeros
 
 
+def _per_direction(expr):
+    """A statement of the scalar tangent code as direction k's (its tangents' entries)."""
+    return _TANGENT_ENTRY.sub(r"\1[\2][k]", expr)
+
+
+def _group_code(rendered_groups, sections, used):
+    """The groups of directions as the lane templates lay them out, or
+    ``(None, why)``: each group's parts of the blocks' tangents (their
+    statements for a direction lane, and for a point lane), which directions
+    each enters, and the tangent stages with the group's zeros folded in
+    where that leaves something out (its own functions of them).
+    ``rendered_groups``: [(directions, stage -> parts)]; ``used``: the
+    tangent arrays the code uses, updated."""
+    groups = []
+    for number, (members, tangent_evaluation) in enumerate(rendered_groups):
+        parts = {}
+        for stage, group in tangent_evaluation.items():
+            if stage == "outputs" and "tangent_outputs" not in sections:
+                continue
+            rendered = []
+            for part in group:
+                if not part["hoisted"]:
+                    return None, f"{part['name']}: its partials are not computed once a point"
+                exprs = [expr for _, expr, _ in part["tangents"]] + [expr for _, _, expr in part["entries"]]
+                calls = sorted({c for expr in exprs for c in _CALL.findall(expr)})
+                if calls:
+                    return None, f"{part['name']}: its tangents call {calls[0]}"
+                used |= {f"d_{block}" for block, _, _ in part["entries"]}
+                # the group's directions it enters (the table is indexed by direction)
+                active = [a if j in members else 0 for j, a in enumerate(part["active"])]
+                entered = [part["active"][j] for j in members]
+                rendered.append(dict(
+                    name=part["name"], active=active,
+                    mode="all" if all(entered) else "none" if not any(entered) else "mixed",
+                    tangents=[(dx, _per_direction(expr), slot) for dx, expr, slot in part["tangents"]],
+                    entries=[(block, index, _per_direction(expr)) for block, index, expr in part["entries"]],
+                    # the same for the point lanes (every value a lane's)
+                    point_tangents=[(dx, per_lane(expr), slot) for dx, expr, slot in part["tangents"]],
+                    point_entries=[(block, index, per_lane(expr)) for block, index, expr in part["entries"]]))
+            parts[stage] = rendered
+        # the tangent stages with the group's zeros folded in (the blocks'
+        # entries its tangents of the blocks write as zeros), where that
+        # leaves something out: the group's own function of that stage
+        zeros, own = set(), {}
+        for step in TANGENT_ORDER + ("outputs", "tangent_outputs"):
+            if step in sections:
+                ops, zeros = fold_zeros(sections[step], zeros)
+                if ops is not sections[step]:
+                    own[step] = ops
+            for part in parts.get(step, ()):
+                for block, index, expr in part["entries"]:
+                    (zeros.add if part["mode"] == "none" or expr == "0.0" else zeros.discard)(
+                        (f"d_{block}", index))
+        groups.append(dict(number=number, directions=list(members), parts=parts, sections=own,
+                           prefix=f"g{number}_" if number else "", rendering=tangent_evaluation))
+    return groups, None
+
+
 def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_prefix, nsens):
     """The direction-lane rendering of the sensitivities' fast path, or
     ``(None, why)``. ``render_groups``: called once, the directions in
@@ -521,9 +583,11 @@ def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_p
     ([(directions, stage -> parts)], codegen.emit._direction_groups);
     ``tangent_arrays``: the sensitivity workspace's arrays (one per direction
     here); ``extended_sections``: the extended fast path's straight-line
-    operations (stage -> operations)."""
-    if nsens < 2:
-        return None, "one parameter direction"
+    operations (stage -> operations). With one parameter direction the
+    groups are made (the point lanes run them, point_lane_code) but a point
+    has nothing to take at once: ``one_point`` is False."""
+    if nsens < 1:
+        return None, "no parameter directions"
     missing = [stage for stage in TANGENT_SECTIONS if stage not in extended_sections]
     if missing:
         return None, f"no straight-line code for {', '.join(missing)}"
@@ -547,48 +611,9 @@ def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_p
             if o.op in ("store", "check_finite") and o.array != "carried":
                 used.add(o.array)
 
-    def per_direction(expr):
-        return _TANGENT_ENTRY.sub(r"\1[\2][k]", expr)
-
-    groups = []
-    for number, (members, tangent_evaluation) in enumerate(render_groups()):
-        parts = {}
-        for stage, group in tangent_evaluation.items():
-            if stage == "outputs" and "tangent_outputs" not in sections:
-                continue
-            rendered = []
-            for part in group:
-                if not part["hoisted"]:
-                    return None, f"{part['name']}: its partials are not computed once a point"
-                exprs = [expr for _, expr, _ in part["tangents"]] + [expr for _, _, expr in part["entries"]]
-                calls = sorted({c for expr in exprs for c in _CALL.findall(expr)})
-                if calls:
-                    return None, f"{part['name']}: its tangents call {calls[0]}"
-                used |= {f"d_{block}" for block, _, _ in part["entries"]}
-                # the group's directions it enters (the table is indexed by direction)
-                active = [a if j in members else 0 for j, a in enumerate(part["active"])]
-                entered = [part["active"][j] for j in members]
-                rendered.append(dict(
-                    name=part["name"], active=active,
-                    mode="all" if all(entered) else "none" if not any(entered) else "mixed",
-                    tangents=[(dx, per_direction(expr), slot) for dx, expr, slot in part["tangents"]],
-                    entries=[(block, index, per_direction(expr)) for block, index, expr in part["entries"]]))
-            parts[stage] = rendered
-        # the tangent stages with the group's zeros folded in (the blocks'
-        # entries its tangents of the blocks write as zeros), where that
-        # leaves something out: the group's own function of that stage
-        zeros, own = set(), {}
-        for step in TANGENT_ORDER + ("outputs", "tangent_outputs"):
-            if step in sections:
-                ops, zeros = fold_zeros(sections[step], zeros)
-                if ops is not sections[step]:
-                    own[step] = ops
-            for part in parts.get(step, ()):
-                for block, index, expr in part["entries"]:
-                    (zeros.add if part["mode"] == "none" or expr == "0.0" else zeros.discard)(
-                        (f"d_{block}", index))
-        groups.append(dict(number=number, directions=list(members), parts=parts, sections=own,
-                           prefix=f"g{number}_" if number else ""))
+    groups, why = _group_code(render_groups(), sections, used)
+    if why:
+        return None, why
     unknown = sorted(used - set(tangent_arrays) - {"d_carried"})
     if unknown:
         return None, f"{unknown[0]} is not a tangent array"
@@ -600,4 +625,139 @@ def direction_lane_code(render_groups, extended_sections, tangent_arrays, name_p
     # the tangent stages some group runs as they are (the others its own)
     shared = [stage for stage in sections if any(stage not in group["sections"] for group in groups)]
     return dict(groups=groups, sections=sections, shared=shared, carried=carried, arrays=arrays, order=order,
-                starts=starts, per_direction={name for name, _ in arrays}), None
+                starts=starts, per_direction={name for name, _ in arrays}, one_point=nsens > 1), None
+
+
+# ---- point lanes of the sensitivities: W points at once, a direction at a time ----
+#
+# A batch of sensitivities runs W points at once, as linearize's batch does:
+# the primal of every stage in the lanes (the extended fast path's sections,
+# which keep what the tangent stages read), the blocks' partial derivatives
+# (the full rendering's slots of coef, once a point), then the parameter
+# directions one at a time, each the operations of the scalar code of that
+# direction with every value a lane's (w->M_uu[17][k], s->d_M_uu[17][k]). The
+# blocks' tangents are the direction's group's rendering (as in the direction
+# lanes: the same values, a zero's sign aside); a part the direction does not
+# enter stores the scalar code's zeros. A point whose checks fail in some
+# stage is computed again alone by <name>_sensitivities.
+
+# the primal kernel: linearize's steps with the extended fast path's sections
+# (named <stage>_extended; codegen.emit.EXTENDED_PRIMAL), its outputs A and B
+SENSITIVITY_PRIMAL = ("evaluate residuals", "evaluate constraint_jacobians", "constraints", "evaluate kinematics",
+                      "kinematic_rates_extended", "evaluate dynamics", "dynamic_rates_extended",
+                      "evaluate jacobians", "partition_extended", "solution_extended")
+# an entry C of a printed scalar expression (q[3], coef[12], d_carried[4]) ->
+# lane k's; time (t) -> lane k's
+_ARRAY_ENTRY = re.compile(r"\b([A-Za-z_]\w*)\[(\d+)\]")
+_TIME = re.compile(r"\bt\b(?!\[)")
+# a call of a math function lane by lane (not a vector instruction)
+_LIBM_CALL = re.compile(r"\blane_(?!(?:%s)\()\w+\(" % "|".join(NATIVE_FUNCTIONS))
+
+
+def per_lane(expr):
+    """A statement of the scalar tangent code (its arrays' entries and time)
+    as lane k's (every value of the point lanes is one per lane)."""
+    return _TIME.sub("t[k]", _ARRAY_ENTRY.sub(r"\1[\2][k]", expr))
+
+
+def point_lane_code(lanes, groups, tangent_evaluation, extended_sections, derivation, name_prefix):
+    """The point-lane rendering of the sensitivities' batch, or ``(None,
+    why)``; adds the primal kernel (``sensitivities_primal``) and its sections
+    and arrays to ``lanes``. ``groups``: direction_lane_code's result (its
+    groups, tangent stages and arrays); ``tangent_evaluation``: the full
+    tangent rendering of the blocks (stage -> parts: their partials);
+    ``extended_sections``: the extended fast path's straight-line operations."""
+    d, sizes = derivation, derivation.sizes
+    if groups is None:
+        return None, "no direction groups"
+    if sizes["nout"]:
+        return None, "the model has outputs (their tangents run one point at a time)"
+    if sizes["nx"] > 64:
+        return None, "more than 64 states (the steadiness of a lane)"
+    primal = {}
+    for step in SENSITIVITY_PRIMAL:
+        if step.endswith("_extended"):
+            stage = step[:-len("_extended")]
+            if stage not in extended_sections:
+                return None, f"no straight-line code for the extended {stage}"
+            unknown = sorted({o.op for o in extended_sections[stage] if o.op not in LANE_OPERATIONS})
+            if unknown:
+                return None, f"the straight-line operation {unknown[0]!r} has no lane form"
+            primal[step] = extended_sections[stage]
+    # the partials, printed for lane k (the hoisted math calls of the inputs from lane_math)
+    printer = LanePrinter(lane_names(d), {call: f"math[{j}][k]" for j, call in enumerate(lanes.hoisted)})
+    primal_names = dict(printer.names)
+    partials, coefficients = [], 0
+    if not all(part["hoisted"] for parts in tangent_evaluation.values() for part in parts):
+        # one direction: the scalar code's partials are inline, the group's its own
+        tangent_evaluation = groups["groups"][0]["rendering"]
+    for stage, parts in tangent_evaluation.items():
+        if stage == "outputs":
+            continue
+        for part in parts:
+            if not part["hoisted"]:
+                return None, f"{part['name']}: its partials are not computed once a point"
+            coefficients += len(part["partial_exprs"])
+            if not part["partial_exprs"]:
+                continue
+            printer.names.clear()
+            printer.names.update(primal_names)
+            printer.names.update({x: str(x) for x, _ in part["temporary_exprs"]})
+            printer.names.update({x: f"carried[{slot}][k]" for x, slot in part["loads"].items()})
+            temporaries = [(str(x), printer.doprint(expr)) for x, expr in part["temporary_exprs"]]
+            coefs = [(slot, printer.doprint(expr)) for slot, expr in part["partial_exprs"]]
+            exprs = [expr for _, expr in temporaries + coefs]
+            partials.append(dict(name=part["name"], temporaries=temporaries, partials=coefs,
+                                 calls=any(_LIBM_CALL.search(expr) for expr in exprs),
+                                 sqrt=any("lane_sqrt(" in expr for expr in exprs)))
+    printer.names.clear()
+    printer.names.update(primal_names)
+    # the lane functions the partials call beside the evaluation's
+    known = {function for function, _, _ in lanes.functions}
+    text = "\n".join(expr for part in partials for _, expr in part["temporaries"] + part["partials"])
+    for function in sorted(set(re.findall(r"\blane_(\w+)\(", text)) - known):
+        if function in NATIVE_FUNCTIONS:
+            lanes.functions.append((function, 1, "native"))
+        elif function in LIBM_ARITIES:
+            lanes.functions.append((function, LIBM_ARITIES[function],
+                                    "vector" if function in VECTOR_MATH_FUNCTIONS else "scalar"))
+        else:
+            return None, f"the C function {function} has no lane form"
+    lanes.functions.sort()
+    # the primal arrays the kernel and the tangent stages read or write, in the lanes
+    tangent_arrays = set(groups["per_direction"]) | {"d_carried"}
+    used = {name for name, _ in lanes.arrays}
+    for ops in list(primal.values()) + list(groups["sections"].values()) + [
+            ops for group in groups["groups"] for ops in group["sections"].values()]:
+        for o in ops:
+            for value in (*o.args, *o.entries, *o.others, o.pivot, o.value):
+                if getattr(value, "kind", None) == "element" and value.array not in tangent_arrays:
+                    used.add(value.array)
+            if o.op == "store" and o.array not in tangent_arrays:
+                used.add(o.array)
+    used.discard("carried")        # the lanes' own (sized for the extended fast path)
+    unknown = sorted(used - set(ARRAYS) - set(LANE_ARRAYS))
+    if unknown:
+        return None, f"{unknown[0]} is not an array of the lanes"
+    lanes.arrays = ([(name, _size(ARRAYS[name], name_prefix)) for name in ARRAYS if name in used]
+                    + [(name, size) for name, size in lanes.arrays if name in LANE_ARRAYS])
+    lanes.kernels["sensitivities_primal"] = SENSITIVITY_PRIMAL
+    lanes.sections.update(primal)
+    lanes.constants = constant_entries(lanes.kernels, lanes.sections)
+    # each direction's group
+    group_of = [0] * sizes["nsens"]
+    for group in groups["groups"]:
+        for j in group["directions"]:
+            group_of[j] = group["number"]
+    return dict(groups=groups["groups"], sections=groups["sections"], shared=groups["shared"],
+                carried=groups["carried"], arrays=groups["arrays"], per_direction=tangent_arrays,
+                partials=partials, coefficients=coefficients, group_of=group_of), None
+
+
+
+def point_lane_doubles(code, carried_by_evaluation):
+    """The C expression of the doubles of one lane of the point lanes'
+    tangents (their arrays, the evaluation's carried tangents, the tangent
+    stages' carried values, the partials)."""
+    return " + ".join([f"({size})" for _, size in code["arrays"]] + [
+        f"{carried_by_evaluation} + 1", f"{len(code['carried'])} + 1", f"{code['coefficients']} + 1"])

@@ -324,6 +324,8 @@ def test_direction_groups_give_the_scalar_codes_bits(tmp_path, monkeypatch):
         off.setenv("CODEGEN_LANES", "off")
         scalar = {name: codegen.build(model, output_dir=tmp_path / "scalar") for name, model in models.items()}
     source = (Path(lanes["fourbar"].__file__).parent / "fourbar_in_groups_lanes.c").read_text()
+    # the direction lanes' (the point lanes' follow, with the same groups)
+    source = source.split("/* ---- the sensitivities of W points at once")[0]
     groups = re.findall(r"/\* group (\d+): the directions ([\d, ]+) \*/", source)
     assert [number for number, _ in groups] == ["0", "1", "2", "3"]
     # the groups of the dynamics alone run tangent stages of their own (the
@@ -375,6 +377,77 @@ def test_direction_groups_give_the_scalar_codes_bits(tmp_path, monkeypatch):
                 np.testing.assert_array_equal(getattr(got, field), getattr(expected, field), err_msg=f"{name} {field}")
             compared += 1
     assert compared >= 8
+
+
+def test_point_lanes_give_each_points_own_bits(disk_sensitive, tmp_path, monkeypatch):
+    """A batch of sensitivities runs W points at once on the fast path
+    (templates/lanes.c.jinja, point_*: the primal, the partials and each
+    direction's tangents in the lanes): each point's A, B, dA, dB are those of
+    its own call, value for value. The disk (3 directions, one group); the
+    four-bar in groups of two (its link length enters the loop's constraints,
+    the other six parameters its dynamics alone), across its angles (near its
+    partition's singular ones points take the general path); one-parameter
+    builds (the partials their group's own): the four-bar's link length and
+    the disk's mass. Random parameters per point, and shared ones. A batch
+    with a point off the constraints or a NaN fails at that point, with its
+    own call's error."""
+    import codegen.emit
+    from codegen import compile as compile_stage
+    if compile_stage.lane_target().name == "off":
+        pytest.skip("no lane code on this machine (CODEGEN_LANES=off)")
+    monkeypatch.setattr(codegen.emit, "DIRECTION_GROUP", 2)
+    models = {"fourbar": fourbar.make_model(1).with_sensitivities("all", name="fourbar_point_lanes"),
+              "fourbar_l": fourbar.make_model(1).with_sensitivities(["l"], name="fourbar_point_lanes_l"),
+              "disk_m": disk_models.make_model().with_sensitivities(["m"], name="disk_point_lanes_m")}
+    modules = {name: codegen.build(model, output_dir=tmp_path) for name, model in models.items()}
+    modules["disk"] = disk_sensitive
+    rng = np.random.default_rng(3)
+    for name, module in modules.items():
+        folder = Path(module.__file__).parent
+        assert f"int {module.name}_lanes_sensitivities(" in (folder / f"{module.name}_lanes.c").read_text(), name
+        if name.startswith("disk"):
+            points = [disk_point(module, seed) for seed in range(21)]
+        else:
+            params = dict(zip(module.p_names, module.default_parameters))
+            points = []
+            for phi in np.linspace(0.05, 2 * np.pi - 0.05, 29):
+                try:
+                    point = tuple(np.array(v) for v in fourbar.general(params, phi=phi, omega=0.9)[:2])
+                    module.sensitivities(*point, steady_tol=None, tol=1e-6)
+                except Exception:   # no assembly there, or a singular configuration
+                    continue
+                points.append(point)
+        q = np.array([point[0] for point in points])
+        u = np.array([point[1] for point in points])
+        r = rng.normal(size=(len(q), module.nr)) if module.nr else None
+        # the kinematic parameters as they are (the points are completed for them)
+        p = np.tile(module.default_parameters, (len(q), 1))
+        for k, parameter in enumerate(module.p_names):
+            if parameter in ("m", "m1", "m2", "m3", "g", "I1", "I2", "I3"):
+                p[:, k] *= rng.uniform(0.5, 2.0, size=len(q))
+        for pp in (p, None):
+            got = module.sensitivities(q, u, r, pp, steady_tol=None, tol=1e-6)
+            for k in range(len(q)):
+                one = module.sensitivities(q[k], u[k], None if r is None else r[k], None if pp is None else pp[k],
+                                           steady_tol=None, tol=1e-6)
+                for field in ("A", "B", "dA", "dB"):
+                    np.testing.assert_array_equal(getattr(got, field)[k], getattr(one, field),
+                                                  err_msg=f"{name} point {k} {field}")
+        assert len(q) >= 20, name
+        # a point off the constraints, then one with a NaN speed: the batch's
+        # error is that point's own
+        for bad, error in ((5, codegen.errors.ConstraintViolationError), (9, codegen.errors.InputError)):
+            qb, ub = q.copy(), u.copy()
+            if error is codegen.errors.InputError:
+                ub[bad, 0] = np.nan
+            else:
+                qb[bad] += 0.05
+            with pytest.raises(error) as batch_error:
+                module.sensitivities(qb, ub, r, steady_tol=None, tol=1e-6)
+            with pytest.raises(error) as own:
+                module.sensitivities(qb[bad], ub[bad], None if r is None else r[bad], steady_tol=None, tol=1e-6)
+            assert str(batch_error.value).endswith(f"at batch index ({bad},)"), str(batch_error.value)
+            assert str(batch_error.value).split(" at batch index")[0] == str(own.value), (own.value, batch_error.value)
 
 
 def test_the_outputs_fast_path_agrees_with_the_general_path(build_dir):
@@ -608,8 +681,49 @@ int main(int argc, char **argv)
     printf("%d\n", status);
     for (i = 0; i < NAME_UPPER_NX; ++i) printf("%d\n", unsteady[i]);
     for (i = 0; i < NAME_UPPER_NSX * NAME_UPPER_NX; ++i) printf("%.17g\n", dA[i]);
+    {
+        /* a batch of BATCH points (two lane blocks and a part): the point with
+           its speeds scaled (on the manifold: f_v is linear in u), one off the
+           configuration constraints, one with a speed NaN; each point's
+           status and outputs those of its own call, value for value */
+        enum { BATCH = 11, SIZE = NAME_UPPER_NSX * NAME_UPPER_NX + NAME_UPPER_NX * NAME_UPPER_NX + 2 };
+        static const double scale[BATCH] = {1.0, 0.5, -1.3, 2.0, 1.0, 0.7, 1.0, -0.2, 3.0, 1.1, 0.0};
+        NAME_batch_workspace *batch = malloc(sizeof *batch);
+        double *bq = malloc(sizeof(double) * BATCH * NAME_UPPER_NQ), *bu = malloc(sizeof(double) * BATCH * NAME_UPPER_NU);
+        double *out = malloc(sizeof(double) * BATCH * SIZE), one[SIZE];
+        int *flags = malloc(sizeof(int) * BATCH * NAME_UPPER_NX), one_flags[NAME_UPPER_NX + 1], statuses[BATCH];
+        int k, j, mismatches = 0;
+        if (!batch || !bq || !bu || !out || !flags) return 2;
+        for (k = 0; k < BATCH; ++k) {
+            for (i = 0; i < NAME_UPPER_NQ; ++i) bq[k * NAME_UPPER_NQ + i] = q[i] + (k == 4 ? 0.1 : 0.0);
+            for (i = 0; i < NAME_UPPER_NU; ++i) bu[k * NAME_UPPER_NU + i] = scale[k] * u[i];
+        }
+        bu[6 * NAME_UPPER_NU] = atof("nan");
+        status = NAME_sensitivities_batch(BATCH, NULL, 0, bq, NAME_UPPER_NQ, bu, NAME_UPPER_NU, NULL, 0, NULL, 0,
+                                          NULL, NULL, 1e-8, 1e-6, out, NULL, out + BATCH * NAME_UPPER_NX * NAME_UPPER_NX,
+                                          NULL, NULL, NULL, NULL, NULL, out + BATCH * (SIZE - 2), flags, statuses,
+                                          batch);
+        printf("%d\n", status);
+        for (k = 0; k < BATCH; ++k) {
+            const int s = NAME_sensitivities(0.0, bq + k * NAME_UPPER_NQ, bu + k * NAME_UPPER_NU, NULL, NULL, NULL,
+                                            NULL, 1e-8, 1e-6, one, NULL, one + NAME_UPPER_NX * NAME_UPPER_NX, NULL,
+                                            NULL, NULL, NULL, NULL, one + SIZE - 2, one_flags, work);
+            printf("%d\n", statuses[k]);
+            if (s != statuses[k]) mismatches++;
+            if (s != 0) continue;
+            for (i = 0; i < NAME_UPPER_NX * NAME_UPPER_NX; ++i)
+                mismatches += out[k * NAME_UPPER_NX * NAME_UPPER_NX + i] != one[i];
+            for (i = 0; i < NAME_UPPER_NSX * NAME_UPPER_NX; ++i)
+                mismatches += out[BATCH * NAME_UPPER_NX * NAME_UPPER_NX + k * NAME_UPPER_NSX * NAME_UPPER_NX + i]
+                              != one[NAME_UPPER_NX * NAME_UPPER_NX + i];
+            for (j = 0; j < 2; ++j) mismatches += out[BATCH * (SIZE - 2) + 2 * k + j] != one[SIZE - 2 + j];
+            for (i = 0; i < NAME_UPPER_NX; ++i) mismatches += flags[k * NAME_UPPER_NX + i] != one_flags[i];
+        }
+        printf("%d\n", mismatches);
+        free(batch); free(bq); free(bu); free(out); free(flags);
+    }
     free(work);
-    return status;
+    return status == 0 ? 0 : 3;
 }
 """
 
@@ -663,9 +777,18 @@ def test_sensitivities_in_c_under_sanitizers_and_valgrind(disk_sensitive, build_
         command = ["valgrind", "--error-exitcode=99", "--quiet", *command]
     result = subprocess.run(command, capture_output=True, text=True,
                             env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 3, result.stderr     # the batch's bad points
     lines = result.stdout.split()
     assert lines[0] == "0"
+    # the batch: its first failure (point 4, off the constraints), each point's
+    # status (point 6, a NaN speed: a non-finite input), no output different
+    # from the point's own call's
+    batch = lines[-13:]
+    assert batch[0] == "3"          # <NAME>_CONFIGURATION_CONSTRAINT
+    statuses = batch[1:12]
+    assert [s != "0" for s in statuses] == [k in (4, 6) for k in range(11)], statuses
+    assert batch[12] == "0", batch
+    lines = lines[:-13]
     nx = disk_sensitive.nx
     # the states not steady in the chart: those linearize's warning names
     moving = [disk_sensitive.state_names[i] for i, flag in enumerate(lines[1:1 + nx]) if flag == "1"]

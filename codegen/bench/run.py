@@ -165,8 +165,8 @@ def _sensitivity_rows(model, module, points, settings, work, progress, scalar=No
     first), per point on a batch, one thread, alternating with linearize's
     batch of the same points (the model built without sensitivities) and,
     where there is one, with its build without lane code (``scalar``: one
-    point at a time, as the sensitivities' own code runs; the note gives
-    that ratio too, the target is against the lanes')."""
+    point at a time; the note gives that ratio too, the target is against
+    the lanes')."""
     if not settings.sensitivities or not hasattr(model, "with_sensitivities") or not model.parameters:
         return [Row("sensitivities", "ours: sensitivities, every parameter", status="skipped",
                      note="--no-sensitivities" if not settings.sensitivities else "no parameters")]

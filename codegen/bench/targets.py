@@ -150,7 +150,7 @@ def _sensitivity_targets(get):
         if _have(row) and _have(plain):
             ratio = row.min / plain.min
             # against the lanes' batch (the target); the scalar batch's ratio
-            # (one point at a time, as the sensitivities run) for reading
+            # (one point at a time) for reading
             beside = (f"; {row.min / scalar.min:.1f}x the batch without lane code" if _have(scalar) else "")
             out.append(Target(text, f"{ratio:.1f}x ({format_time(row.min)} vs {format_time(plain.min)} per "
                               f"point, paired{beside})", "PASS" if ratio <= goal else "MISS"))

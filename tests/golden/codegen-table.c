@@ -185,6 +185,18 @@ int codegen_state_derivative_batch(int n, const double *t, int t_stride, const d
         p, p_stride, qd, ud, status, (disk_batch_workspace *)work);
 }
 
+int codegen_sensitivities_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, const int *dependent_q, const int *dependent_u,
+        double tol, double steady_tol, double *A, double *B, double *dA, double *dB,
+        double *C, double *D, double *dC, double *dD, double *condition, int *unsteady,
+        int *status, codegen_batch_workspace *work)
+{
+    return disk_sensitivities_batch(n, t, t_stride, q, q_stride, u, u_stride, r, r_stride, p,
+        p_stride, dependent_q, dependent_u, tol, steady_tol, A, B, dA, dB, C, D, dC, dD,
+        condition, unsteady, status, (disk_batch_workspace *)work);
+}
+
 int codegen_linearize_local_batch(int n, const double *t, int t_stride, const double *q,
         int q_stride, const double *u, int u_stride, const double *r, int r_stride,
         const double *p, int p_stride, double rank_tol, double tol, double *A, double *B,

@@ -3518,8 +3518,8 @@ const char *const disk_block_names[DISK_NBLOCKS + 1] = { "f_c", "f_v", "J_c", "J
 
 unsigned long disk_workspace_size(const char *function)
 {
-    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "sensitivities", "nonfinite_blocks", "linearize_local", "outputs_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "linearize_local_batch", 0 };
-    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_sensitivity_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
+    static const char *const names[] = { "linearize", "state_derivative", "complete_point", "constraint_maps", "outputs", "sensitivities", "nonfinite_blocks", "linearize_local", "outputs_local", "constraint_singular_values", "automatic_partition", "linearize_descriptor", "equilibrium", "unsteady_states", "partition_condition", "linearize_batch", "state_derivative_batch", "sensitivities_batch", "linearize_local_batch", 0 };
+    static const unsigned long sizes[] = { sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_sensitivity_workspace), sizeof(disk_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_local_workspace), sizeof(disk_full_workspace), sizeof(disk_full_workspace), sizeof(disk_workspace), sizeof(disk_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), sizeof(disk_batch_workspace), 0 };
     int i, j;
     if (!function) return 0;
     for (i = 0; names[i]; ++i) {
@@ -4303,6 +4303,26 @@ int disk_state_derivative_batch(int n, const double *t, int t_stride, const doub
     #endif
     for (; i < n; i++) {
         const int s = disk_state_derivative(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, qd ? qd + (i) * (NQ) : 0, ud ? ud + (i) * (NU) : 0, &work->point.base);
+        if (status) status[i] = s;
+        if (s != DISK_OK && first == DISK_OK) {
+            first = s;
+            if (!status) return s;
+        }
+    }
+    return first;
+}
+
+int disk_sensitivities_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, const int *dependent_q, const int *dependent_u,
+        double tol, double steady_tol, double *A, double *B, double *dA, double *dB, double *C,
+        double *D, double *dC, double *dD, double *condition, int *unsteady, int *status,
+        disk_batch_workspace *work)
+{
+    int i = 0, first = DISK_OK;
+    if (n < 0 || !q || !u || !work) return DISK_ERR_NULL_ARGUMENT;
+    for (; i < n; i++) {
+        const int s = disk_sensitivities(t ? t[(i) * t_stride] : 0.0, q + (i) * q_stride, u + (i) * u_stride, r ? r + (i) * r_stride : 0, p ? p + (i) * p_stride : 0, dependent_q, dependent_u, tol, steady_tol, A ? A + (i) * (NX * NX) : 0, B ? B + (i) * (NX * NR) : 0, dA ? dA + (i) * (NSX * NX) : 0, dB ? dB + (i) * (NSX * NR) : 0, C ? C + (i) * (NOUT * NX) : 0, D ? D + (i) * (NOUT * NR) : 0, dC ? dC + (i) * (NSY * NX) : 0, dD ? dD + (i) * (NSY * NR) : 0, condition ? condition + (i) * (2) : 0, unsteady ? unsteady + (i) * (NX) : 0, &work->sensitivity);
         if (status) status[i] = s;
         if (s != DISK_OK && first == DISK_OK) {
             first = s;

@@ -950,6 +950,7 @@ typedef struct disk_batch_workspace {
     double ud[DISK_LANES * DISK_NU + 1];
     int good[DISK_LANES];
     double lanes[DISK_LANE_DOUBLES * DISK_LANES + 8];   /* aligned to 64 bytes inside */
+    disk_sensitivity_workspace sensitivity;   /* sensitivities_batch's one-point calls */
 } disk_batch_workspace;
 #define DISK_BATCH_WORKSPACE_SIZE (sizeof(disk_batch_workspace))
 
@@ -964,6 +965,14 @@ int disk_linearize_batch(int n, const double *t, int t_stride, const double *q, 
 int disk_state_derivative_batch(int n, const double *t, int t_stride, const double *q,
         int q_stride, const double *u, int u_stride, const double *r, int r_stride,
         const double *p, int p_stride, double *qd, double *ud, int *status,
+        disk_batch_workspace *work);
+
+/* disk_sensitivities for n points (see Batches above) */
+int disk_sensitivities_batch(int n, const double *t, int t_stride, const double *q,
+        int q_stride, const double *u, int u_stride, const double *r, int r_stride,
+        const double *p, int p_stride, const int *dependent_q, const int *dependent_u,
+        double tol, double steady_tol, double *A, double *B, double *dA, double *dB, double *C,
+        double *D, double *dC, double *dD, double *condition, int *unsteady, int *status,
         disk_batch_workspace *work);
 
 /* disk_linearize_local for n points (see Batches above); width: the states a row holds: rows of A width x width, B width x NR, T NS x width, unsteady width; each point's packed with its own nx (a point with nx > width: status WIDTH). NX holds every regular point, NS every point; steady_tol: for unsteady; unsteady: unsteady_states(work, NULL, A, T, steady_tol) after each point (width entries, those beyond nx 0) */
