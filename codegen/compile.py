@@ -909,15 +909,21 @@ def compile_package(sources, output_dir, key, kernel, progress=None, extra_recor
         table_command = [cc, *OPTIMIZATION_FLAGS, "-fPIC", *C_STANDARD_FLAGS, *defines, "-c", KERNEL_TABLE,
                          "-o", "codegen-table.o"]
         commands = [*model_commands, table_command]
-        if has_lanes:
-            # the lane code beside it (the bicycle's takes longer than the rest)
+        # the lane code beside it (the bicycle's takes longer than the rest);
+        # with the sensitivities' point lanes, its two parts as two
+        # translation units compiled in parallel (<NAME>_LANES_PART)
+        split = has_lanes and f"{name.upper()}_LANES_PART" in sources.files[f"{name}_lanes.c"]
+        lane_objects = ([] if not has_lanes else [f"{name}_lanes.o"] if not split else
+                        [f"{name}_lanes.part{part}.o" for part in (1, 2)])
+        for part, lane_object in enumerate(lane_objects, start=1):
             commands.insert(0, [cc, *lanes.flags, "-fPIC", *C_STANDARD_FLAGS, *defines,
                                 f"-D{name.upper()}_LANES_SIMD",
                                 *([f"-D{name.upper()}_VECTOR_MATH"] if lanes.vector_math else []),
-                                "-c", f"{name}_lanes.c", "-o", f"{name}_lanes.o"])
+                                *([f"-D{name.upper()}_LANES_PART={part}"] if split else []),
+                                "-c", f"{name}_lanes.c", "-o", lane_object])
         kernel_object = f"{KERNEL_MODULE}.o"
         extension = f"{KERNEL_MODULE}{sysconfig.get_config_var('EXT_SUFFIX')}"
-        objects = [*model_objects, "codegen-table.o", kernel_object] + ([f"{name}_lanes.o"] if has_lanes else [])
+        objects = [*model_objects, "codegen-table.o", kernel_object, *lane_objects]
         link_command = [cc, "-shared", *objects, "-o", extension, *(["-lmvec"] if lanes.vector_math else []),
                         "-lm"]
         # everything the compile reads (the compile cache's key)

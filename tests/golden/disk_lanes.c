@@ -81,8 +81,10 @@
 #endif
 #if defined(__GNUC__)
 #define NOT_INLINED __attribute__((noinline))
+#define MAYBE_UNUSED __attribute__((unused))
 #else
 #define NOT_INLINED
+#define MAYBE_UNUSED
 #endif
 
 /* The math functions of lane k (the printer's lane_ names) */
