@@ -6,6 +6,7 @@ LagrangesMethod. Apart from tests/test_sensitivities.py so that the two run
 on different test workers.
 """
 
+import numpy as np
 import pytest
 
 import codegen
@@ -28,6 +29,15 @@ def test_user_models_against_finite_differences(name, build_dir):
     for seed in (1, 2):
         q, u, r, p, t = source.operating_point(seed)
         assert_matches_differences(module, q, u, r, p, t=t)
+    # a batch (the point lanes: time, inputs and parameters of each point in
+    # the lanes) gives each point's own call's values
+    points = [source.operating_point(seed) for seed in range(1, 12)]
+    q, u, r, p, t = (np.array([point[k] for point in points]) for k in range(5))
+    got = module.sensitivities(q, u, r if r.ndim == 2 else None, p, t, steady_tol=None)
+    for k, (qk, uk, rk, pk, tk) in enumerate(points):
+        one = module.sensitivities(qk, uk, rk if r.ndim == 2 else None, pk, tk, steady_tol=None)
+        for field in ("A", "B", "dA", "dB"):
+            np.testing.assert_array_equal(getattr(got, field)[k], getattr(one, field), err_msg=f"{name} {k} {field}")
 
 
 def test_a_lagrange_model_against_finite_differences(build_dir):
